@@ -1,0 +1,236 @@
+// Environment (+ optional .env) → one typed, validated Config. Every variable is declared once in `variables`;
+// the README's configuration table is checked against this list by test/unit/config.test.ts.
+import fs from "node:fs";
+import type { ProtocolLine } from "../contract/catalog.js";
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+interface Variable<T> {
+  name: string;
+  /** Default as documented in the README (`—` when unset). */
+  defaultText: string;
+  description: string;
+  secret?: boolean;
+  parse(raw: string | undefined, env: Env): T;
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+function fail(name: string, raw: string, expected: string): never {
+  throw new Error(`${name}=${JSON.stringify(raw)}: expected ${expected}`);
+}
+
+function str(name: string, def: string | undefined, description: string, secret = false): Variable<string | undefined> {
+  return {
+    name,
+    defaultText: def ?? "—",
+    description,
+    secret,
+    parse: (raw) => (raw === undefined || raw.trim() === "" ? def : raw.trim()),
+  };
+}
+
+function int(name: string, def: number, min: number, max: number, description: string): Variable<number> {
+  return {
+    name,
+    defaultText: String(def),
+    description,
+    parse(raw) {
+      if (raw === undefined || raw.trim() === "") return def;
+      if (!/^-?\d+$/.test(raw.trim())) fail(name, raw, `an integer in ${min}..${max}`);
+      const n = Number(raw.trim());
+      if (n < min || n > max) fail(name, raw, `an integer in ${min}..${max}`);
+      return n;
+    },
+  };
+}
+
+function bool(name: string, def: boolean, description: string): Variable<boolean> {
+  return {
+    name,
+    defaultText: String(def),
+    description,
+    parse(raw) {
+      if (raw === undefined || raw.trim() === "") return def;
+      const v = raw.trim().toLowerCase();
+      if (["1", "true", "yes", "on"].includes(v)) return true;
+      if (["0", "false", "no", "off"].includes(v)) return false;
+      fail(name, raw, "true or false");
+    },
+  };
+}
+
+function oneOf<T extends string>(name: string, values: readonly T[], def: T, description: string): Variable<T> {
+  return {
+    name,
+    defaultText: def,
+    description,
+    parse(raw) {
+      if (raw === undefined || raw.trim() === "") return def;
+      const v = raw.trim();
+      if (!(values as readonly string[]).includes(v)) fail(name, raw, `one of ${values.join(", ")}`);
+      return v as T;
+    },
+  };
+}
+
+function list(name: string, description: string): Variable<string[]> {
+  return {
+    name,
+    defaultText: "—",
+    description,
+    parse(raw) {
+      if (raw === undefined || raw.trim() === "") return [];
+      const t = raw.trim();
+      if (t.startsWith("[")) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(t);
+        } catch {
+          fail(name, raw, "a JSON array of strings or a comma-separated list");
+        }
+        if (!Array.isArray(parsed) || !parsed.every((x) => typeof x === "string"))
+          fail(name, raw, "a JSON array of strings or a comma-separated list");
+        return parsed as string[];
+      }
+      return t.split(",").map((s) => s.trim()).filter(Boolean);
+    },
+  };
+}
+
+function url(name: string, def: string | undefined, description: string): Variable<string | undefined> {
+  return {
+    name,
+    defaultText: def ?? "—",
+    description,
+    parse(raw) {
+      const v = raw === undefined || raw.trim() === "" ? def : raw.trim();
+      if (v === undefined) return undefined;
+      let u: URL;
+      try {
+        u = new URL(v);
+      } catch {
+        fail(name, v, "an absolute http(s) URL");
+      }
+      if (u.protocol !== "http:" && u.protocol !== "https:") fail(name, v, "an absolute http(s) URL");
+      return v.replace(/\/+$/, "");
+    },
+  };
+}
+
+function logLevel(): Variable<LogLevel> {
+  const aliases: Record<string, LogLevel> = { warning: "warn", critical: "fatal", notset: "trace", off: "silent" };
+  return {
+    name: "A2A_LOG_LEVEL",
+    defaultText: "warn",
+    description: "Log level: fatal, error, warn, info, debug, trace, silent (Python names such as WARNING are accepted).",
+    parse(raw) {
+      if (raw === undefined || raw.trim() === "") return "warn";
+      const v = raw.trim().toLowerCase();
+      const level = aliases[v] ?? v;
+      if (!(LOG_LEVELS as readonly string[]).includes(level)) fail("A2A_LOG_LEVEL", raw, `one of ${LOG_LEVELS.join(", ")}`);
+      return level as LogLevel;
+    },
+  };
+}
+
+const SANDBOX_MODES = ["unknown", "read-only", "workspace-write", "danger-full-access", "custom"] as const;
+const FS_SCOPES = ["unknown", "workspace_only", "workspace_and_declared_roots", "unrestricted", "custom"] as const;
+const NETWORK = ["unknown", "disabled", "enabled", "restricted", "custom"] as const;
+const APPROVAL = ["unknown", "never", "on-request", "on-failure", "untrusted", "custom"] as const;
+const ESCALATION = ["unknown", "manual", "automatic", "unsupported", "custom"] as const;
+const WRITE_SCOPE = ["unknown", "none", "workspace_only", "workspace_and_declared_roots", "unrestricted", "custom"] as const;
+const OUTSIDE = ["unknown", "allowed", "disallowed", "custom"] as const;
+
+/** Every variable this build reads, in README order. */
+export const variables = {
+  host: str("A2A_HOST", "127.0.0.1", "Bind address."),
+  port: int("A2A_PORT", 8000, 0, 65535, "Bind port (0 picks a free port; the bound URL is logged)."),
+  publicUrl: url("A2A_PUBLIC_URL", undefined, "Public base URL advertised by the agent cards; default `http://<A2A_HOST>:<A2A_PORT>`."),
+  bearerToken: str("A2A_BEARER_TOKEN", undefined, "Required. Bearer token for every authenticated route (one admin credential).", true),
+  defaultLine: oneOf("A2A_DEFAULT_PROTOCOL_VERSION", ["0.3", "1.0"] as const, "0.3", "Protocol line used when a request carries no `A2A-Version` (card shape, root REST paths, errors)."),
+  title: str("A2A_TITLE", "OpenCode A2A", "Agent name in the cards."),
+  description: str("A2A_DESCRIPTION", "A2A gateway in front of an OpenCode coding agent", "Agent description in the cards."),
+  agentVersion: str("A2A_VERSION", undefined, "Agent version in the cards; default: the package version."),
+  documentationUrl: url("A2A_DOCUMENTATION_URL", undefined, "Optional documentation URL in the cards."),
+  project: str("A2A_PROJECT", undefined, "Optional project label published in the runtime profile."),
+  logLevel: logLevel(),
+  logPayloads: bool("A2A_LOG_PAYLOADS", false, "Log request/response bodies at debug level (never for `opencode.sessions.*`)."),
+  logBodyLimit: int("A2A_LOG_BODY_LIMIT", 0, 0, 10_000_000, "Truncate logged bodies to this many characters (0 = no truncation)."),
+  maxRequestBodyBytes: int("A2A_MAX_REQUEST_BODY_BYTES", 1_048_576, 1, 1_073_741_824, "Request body limit; larger bodies get HTTP 413 before routing."),
+  gzipMinimumSize: int("A2A_HTTP_GZIP_MINIMUM_SIZE", 8192, 0, 1_073_741_824, "Gzip non-streaming responses at least this large when the client accepts gzip."),
+  cardMaxAgeSeconds: int("A2A_CARD_MAX_AGE_SECONDS", 300, 0, 86_400, "`Cache-Control` max-age of the agent cards."),
+  enableSessionShell: bool("A2A_ENABLE_SESSION_SHELL", false, "Enable the high-risk `opencode.sessions.shell` method."),
+  enableWorkspaceMutations: bool("A2A_ENABLE_WORKSPACE_MUTATIONS", false, "Enable `opencode.workspaces.create/remove` and `opencode.worktrees.create/remove/reset`."),
+  allowDirectoryOverride: bool("A2A_ALLOW_DIRECTORY_OVERRIDE", true, "Allow `metadata.opencode.directory` inside the workspace root."),
+  exposeWorkspaceRoot: bool("A2A_EXPOSE_WORKSPACE_ROOT_IN_CARD", false, "Publish the workspace root path in the runtime profile."),
+  workspaceRoot: str("OPENCODE_WORKSPACE_ROOT", undefined, "Default workspace directory of OpenCode and the boundary for directory overrides."),
+  opencodeBaseUrl: url("OPENCODE_BASE_URL", undefined, "URL of a running `opencode serve`; unset → the gateway manages its own (issue 3)."),
+  sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
+  sandboxFilesystemScope: oneOf("A2A_SANDBOX_FILESYSTEM_SCOPE", FS_SCOPES, "unknown", "Declared filesystem scope."),
+  sandboxWritableRoots: list("A2A_SANDBOX_WRITABLE_ROOTS", "Declared writable roots (CSV or JSON array)."),
+  networkAccess: oneOf("A2A_NETWORK_ACCESS", NETWORK, "unknown", "Declared network access policy."),
+  networkAllowedDomains: list("A2A_NETWORK_ALLOWED_DOMAINS", "Declared network allow-list (CSV or JSON array)."),
+  approvalPolicy: oneOf("A2A_APPROVAL_POLICY", APPROVAL, "unknown", "Declared approval policy."),
+  approvalEscalation: oneOf("A2A_APPROVAL_ESCALATION_BEHAVIOR", ESCALATION, "unknown", "Declared approval escalation behaviour."),
+  writeAccessScope: oneOf("A2A_WRITE_ACCESS_SCOPE", WRITE_SCOPE, "unknown", "Declared write-access scope."),
+  writeAccessOutsideWorkspace: oneOf("A2A_WRITE_ACCESS_OUTSIDE_WORKSPACE", OUTSIDE, "unknown", "Declared write access outside the workspace."),
+} satisfies Record<string, Variable<unknown>>;
+
+type Parsed = { [K in keyof typeof variables]: ReturnType<(typeof variables)[K]["parse"]> };
+
+export interface Config extends Omit<Parsed, "publicUrl" | "bearerToken" | "agentVersion" | "defaultLine"> {
+  publicUrl: string;
+  bearerToken: string;
+  agentVersion: string;
+  defaultLine: ProtocolLine;
+  /** Deployment toggles by environment name, as referenced by `@conditional` in spec/. */
+  toggles: Record<string, boolean>;
+}
+
+/** Names of variables whose values must never be logged. */
+export const secretVariables: string[] = Object.values(variables as Record<string, Variable<unknown>>)
+  .filter((v) => v.secret)
+  .map((v) => v.name);
+
+export function loadConfig(env: Env = process.env, packageVersion = "0.0.0"): Config {
+  const problems: string[] = [];
+  const parsed: Record<string, unknown> = {};
+  for (const [key, variable] of Object.entries(variables as Record<string, Variable<unknown>>)) {
+    try {
+      parsed[key] = variable.parse(env[variable.name], env);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  if (parsed.bearerToken === undefined && !problems.some((p) => p.startsWith("A2A_BEARER_TOKEN")))
+    problems.push("A2A_BEARER_TOKEN is required (the token clients send as `Authorization: Bearer <token>`)");
+  else if (typeof parsed.bearerToken === "string" && parsed.bearerToken.length < 8)
+    problems.push("A2A_BEARER_TOKEN: must be at least 8 characters");
+  if (problems.length) throw new ConfigError(problems);
+  const p = parsed as Parsed;
+  return {
+    ...p,
+    publicUrl: p.publicUrl ?? `http://${p.host!.includes(":") ? `[${p.host}]` : p.host}:${p.port}`,
+    bearerToken: p.bearerToken!,
+    agentVersion: p.agentVersion ?? packageVersion,
+    defaultLine: p.defaultLine,
+    toggles: {
+      A2A_ENABLE_SESSION_SHELL: p.enableSessionShell,
+      A2A_ENABLE_WORKSPACE_MUTATIONS: p.enableWorkspaceMutations,
+    },
+  } as Config;
+}
+
+/** Reads `.env` from the working directory into process.env (existing variables win). */
+export function loadDotEnv(file = ".env"): void {
+  if (fs.existsSync(file)) process.loadEnvFile(file);
+}

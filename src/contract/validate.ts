@@ -1,0 +1,73 @@
+// Payload validation with the generated ahead-of-time TypeBox validators. The fast path is the AOT `Check`; only
+// a failing payload pays for the detailed error report (typebox/schema over the same generated JSON Schema).
+import fs from "node:fs";
+import path from "node:path";
+import { Compile } from "typebox/schema";
+import { validatorModules, type ValidatorModule } from "../../generated/validators/index.js";
+import { generatedDir } from "./catalog.js";
+
+export interface Violation {
+  field: string;
+  description: string;
+}
+
+export type ValidationResult = { ok: true } | { ok: false; violations: Violation[] };
+
+const loaded = new Map<string, ValidatorModule>();
+const groupContexts = new Map<string, Record<string, unknown>>();
+
+/** Loads the validators of the given `group/Name` ids (call at startup so requests never wait on imports). */
+export async function preloadValidators(ids: Iterable<string>): Promise<void> {
+  await Promise.all([...new Set(ids)].map((id) => validatorFor(id)));
+}
+
+async function validatorFor(id: string): Promise<ValidatorModule> {
+  const hit = loaded.get(id);
+  if (hit) return hit;
+  const load = validatorModules[id];
+  if (!load) throw new Error(`no generated validator for ${id}`);
+  const mod = await load();
+  loaded.set(id, mod);
+  return mod;
+}
+
+function groupContext(group: string): Record<string, unknown> {
+  let ctx = groupContexts.get(group);
+  if (!ctx) {
+    ctx = {};
+    const dir = path.join(generatedDir, "json-schema", group);
+    for (const f of fs.readdirSync(dir)) if (f.endsWith(".json")) ctx[f] = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"));
+    groupContexts.set(group, ctx);
+  }
+  return ctx;
+}
+
+function fieldOf(instancePath: string): string {
+  return instancePath.replace(/^\//, "").replace(/\//g, ".") || "(root)";
+}
+
+/** Detailed violations for a value already known to be invalid: the deepest failures first, one per field. */
+export function explain(id: string, value: unknown): Violation[] {
+  const [group, name] = id.split("/") as [string, string];
+  const ctx = groupContext(group);
+  const schema = ctx[`${name}.json`];
+  const validator = Compile(ctx as never, schema as never);
+  const [, errors] = validator.Errors(value) as [boolean, { instancePath: string; message: string; keyword: string }[]];
+  const sorted = [...errors].sort((a, b) => b.instancePath.split("/").length - a.instancePath.split("/").length);
+  const seen = new Set<string>();
+  const out: Violation[] = [];
+  for (const e of sorted) {
+    if (e.keyword === "anyOf" && sorted.some((o) => o !== e && o.instancePath.startsWith(e.instancePath) && o.keyword !== "anyOf")) continue;
+    const field = fieldOf(e.instancePath);
+    if (seen.has(field)) continue;
+    seen.add(field);
+    out.push({ field, description: e.message });
+  }
+  return out.length ? out : [{ field: "(root)", description: "does not match the schema" }];
+}
+
+export async function validate(id: string, value: unknown): Promise<ValidationResult> {
+  const mod = await validatorFor(id);
+  if (mod.Check(value)) return { ok: true };
+  return { ok: false, violations: explain(id, value) };
+}

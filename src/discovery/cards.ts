@@ -1,0 +1,160 @@
+// Agent cards of both lines: slim public cards (shared extensions only) and full authenticated extended cards
+// (every extension with its method contracts, the wire contract and the compatibility profile).
+import type { Catalog, ExtensionEntry, ProtocolLine } from "../contract/catalog.js";
+import type { CredentialResolver } from "../auth/index.js";
+import { buildCompatibilityProfile, buildWireContract, methodAvailability, type DeploymentFacts } from "./contract.js";
+
+export interface CardIdentity {
+  name: string;
+  description: string;
+  version: string;
+  publicUrl: string;
+  documentationUrl?: string;
+}
+
+const WIRE_CONTRACT = "#a2a-wire-contract-v1";
+const COMPATIBILITY = "#a2a-compatibility-profile-v1";
+
+const INPUT_MODES = ["text/plain", "application/octet-stream"];
+const OUTPUT_MODES = ["text/plain", "application/json"];
+
+function skills(extended: boolean): Record<string, unknown>[] {
+  const chat = {
+    id: "opencode.chat",
+    name: "OpenCode coding agent",
+    description: "Send a coding task to OpenCode and receive its text, reasoning and tool calls, live or at once.",
+    tags: ["coding", "core-a2a", "portable", "streaming"],
+    examples: ["Explain what this repository does.", "Add a unit test for the parser and run it."],
+    inputModes: ["text/plain", "application/octet-stream"],
+    outputModes: OUTPUT_MODES,
+  };
+  if (!extended) return [chat];
+  return [
+    chat,
+    { id: "opencode.sessions", name: "OpenCode sessions", description: "Browse and steer OpenCode sessions through opencode.sessions.* methods.", tags: ["provider-private", "sessions"] },
+    { id: "opencode.providers", name: "Providers and models", description: "Discover OpenCode providers and models.", tags: ["provider-private", "discovery"] },
+    { id: "opencode.workspace.control", name: "Projects, workspaces, worktrees", description: "Inspect and (when enabled) manage OpenCode projects, workspaces and worktrees.", tags: ["provider-private", "workspace"] },
+    { id: "opencode.interrupts", name: "Permission and question prompts", description: "Answer and recover OpenCode permission and question interrupts.", tags: ["shared", "interrupts"] },
+  ];
+}
+
+function methodContracts(catalog: Catalog, ext: ExtensionEntry, facts: DeploymentFacts): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of ext.methods) {
+    const m = catalog.methods.find((x) => x.name === name)!;
+    const availability = methodAvailability(m, facts);
+    out[name] = {
+      summary: m.summary,
+      params_schema: `/schemas/${m.params_schema}.json`,
+      result: m.result_schema ? m.result_schema.split("|").map((r) => (r === "null" ? "null" : `/schemas/${r}.json`)) : m.result,
+      scope: m.scope,
+      errors: m.errors,
+      availability,
+      notification_response_status: 204,
+      ...(m.toggle ? { toggle: m.toggle } : {}),
+    };
+  }
+  return out;
+}
+
+function extensionParams(catalog: Catalog, ext: ExtensionEntry, line: ProtocolLine, facts: DeploymentFacts, extended: boolean): Record<string, unknown> | undefined {
+  if (!extended) return undefined;
+  if (ext.uri.endsWith(WIRE_CONTRACT)) return buildWireContract(catalog, line, facts);
+  if (ext.uri.endsWith(COMPATIBILITY)) return buildCompatibilityProfile(catalog, line, facts);
+  const errorCodes: Record<string, number> = {};
+  const errors = catalog.errors[line];
+  if (ext.methods.length) {
+    for (const name of ext.methods)
+      for (const reason of catalog.methods.find((x) => x.name === name)!.errors)
+        errorCodes[reason] = errors.find((e) => e.reason === reason)!.code;
+    return {
+      name: ext.name,
+      audience: ext.audience,
+      methods: methodContracts(catalog, ext, facts),
+      errors: { codes: errorCodes, carried_in: line === "0.3" ? "error.data.type" : "error.data[ErrorInfo].reason" },
+    };
+  }
+  return { name: ext.name, audience: ext.audience };
+}
+
+function extensionsFor(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts, extended: boolean) {
+  return catalog.extensions
+    .filter((e) => extended || e.disclosure === "public")
+    .map((e) => {
+      const params = extensionParams(catalog, e, line, facts, extended);
+      return { uri: e.uri, description: e.description, required: false, ...(params ? { params } : {}) };
+    });
+}
+
+export function buildCard(
+  catalog: Catalog,
+  line: ProtocolLine,
+  extended: boolean,
+  identity: CardIdentity,
+  facts: DeploymentFacts,
+  auth: CredentialResolver,
+): Record<string, unknown> {
+  const url = identity.publicUrl;
+  const common = {
+    name: identity.name,
+    description: identity.description,
+    version: identity.version,
+    ...(identity.documentationUrl ? { documentationUrl: identity.documentationUrl } : {}),
+    provider: { organization: "opencode-a2a", url: "https://github.com/sst/opencode" },
+    defaultInputModes: INPUT_MODES,
+    defaultOutputModes: OUTPUT_MODES,
+    skills: skills(extended),
+  };
+  if (line === "0.3") {
+    return {
+      protocolVersion: "0.3.0",
+      ...common,
+      url,
+      preferredTransport: "HTTP+JSON",
+      additionalInterfaces: [
+        { url, transport: "HTTP+JSON" },
+        { url, transport: "JSONRPC" },
+      ],
+      capabilities: {
+        streaming: true,
+        pushNotifications: false,
+        stateTransitionHistory: false,
+        extensions: extensionsFor(catalog, line, facts, extended),
+      },
+      securitySchemes: Object.fromEntries(
+        auth.schemes.map((s) => [
+          s.name,
+          s.kind === "apiKey"
+            ? { type: "apiKey", in: "header", name: "X-API-Key" }
+            : { type: "http", scheme: s.kind === "basic" ? "basic" : "bearer" },
+        ]),
+      ),
+      security: auth.schemes.map((s) => ({ [s.name]: [] })),
+      supportsAuthenticatedExtendedCard: true,
+    };
+  }
+  return {
+    ...common,
+    supportedInterfaces: [
+      { url, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+      { url, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+      { url, protocolBinding: "HTTP+JSON", protocolVersion: "0.3" },
+      { url, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+    ],
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extendedAgentCard: true,
+      extensions: extensionsFor(catalog, line, facts, extended),
+    },
+    securitySchemes: Object.fromEntries(
+      auth.schemes.map((s) => [
+        s.name,
+        s.kind === "apiKey"
+          ? { apiKeySecurityScheme: { location: "header", name: "X-API-Key" } }
+          : { httpAuthSecurityScheme: { scheme: s.kind === "basic" ? "Basic" : "Bearer" } },
+      ]),
+    ),
+    securityRequirements: auth.schemes.map((s) => ({ schemes: { [s.name]: { list: [] } } })),
+  };
+}

@@ -1,0 +1,253 @@
+// Wire contract, compatibility profile and runtime profile: built from the generated catalog plus the deployment's
+// facts. Pure functions of their inputs (tools/generate uses them with default facts for the OpenAPI document).
+import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
+
+export const PROFILE_ID = "opencode-a2a-single-tenant-coding-v1";
+
+/** What the discovery documents need to know about a deployment. */
+export interface DeploymentFacts {
+  defaultLine: ProtocolLine;
+  toggles: Record<string, boolean>;
+  allowDirectoryOverride: boolean;
+  project?: string;
+  workspaceRoot?: string;
+  exposeWorkspaceRoot: boolean;
+  executionEnvironment: {
+    sandboxMode: string;
+    sandboxFilesystemScope: string;
+    sandboxWritableRoots: string[];
+    networkAccess: string;
+    networkAllowedDomains: string[];
+    approvalPolicy: string;
+    approvalEscalation: string;
+    writeAccessScope: string;
+    writeAccessOutsideWorkspace: string;
+  };
+}
+
+export const defaultDeploymentFacts: DeploymentFacts = {
+  defaultLine: "0.3",
+  toggles: { A2A_ENABLE_SESSION_SHELL: false, A2A_ENABLE_WORKSPACE_MUTATIONS: false },
+  allowDirectoryOverride: true,
+  exposeWorkspaceRoot: false,
+  executionEnvironment: {
+    sandboxMode: "unknown",
+    sandboxFilesystemScope: "unknown",
+    sandboxWritableRoots: [],
+    networkAccess: "unknown",
+    networkAllowedDomains: [],
+    approvalPolicy: "unknown",
+    approvalEscalation: "unknown",
+    writeAccessScope: "unknown",
+    writeAccessOutsideWorkspace: "unknown",
+  },
+};
+
+export type MethodAvailability = "available" | "disabled" | "not-implemented";
+
+export function methodAvailability(m: MethodEntry, facts: DeploymentFacts): MethodAvailability {
+  if (m.toggle && !facts.toggles[m.toggle]) return "disabled";
+  if (m.not_implemented_until) return "not-implemented";
+  return "available";
+}
+
+/** Methods a caller of `line` can reach on `POST /`: the line's core methods plus every extension method. */
+export function methodsOfLine(catalog: Catalog, line: ProtocolLine): MethodEntry[] {
+  return catalog.methods.filter((m) => m.line === line || m.surface === "extension");
+}
+
+/** The runtime truth: callable, working methods for this line and deployment. */
+export function allJsonRpcMethods(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts): string[] {
+  return methodsOfLine(catalog, line)
+    .filter((m) => methodAvailability(m, facts) === "available")
+    .map((m) => m.name);
+}
+
+function httpEndpoints(catalog: Catalog, line: ProtocolLine): string[] {
+  return catalog.routes.filter((r) => r.kind === "a2a" && r.line === line).map((r) => `${r.verb} ${r.path}`);
+}
+
+export function serviceBehaviors(line: ProtocolLine): Record<string, unknown> {
+  return {
+    classification: "service-level-semantic-enhancement",
+    methods: {
+      cancel: {
+        idempotency: {
+          already_canceled: { behavior: "return_current_terminal_task", returns_current_state: "canceled", error: null },
+          other_terminal_states: { error: "TASK_NOT_CANCELABLE", code: -32002 },
+        },
+        upstream_abort: "best_effort_within_A2A_CANCEL_ABORT_TIMEOUT_SECONDS",
+      },
+      subscribe: {
+        terminal_state_behavior:
+          line === "0.3"
+            ? { behavior: "replay_terminal_task_once_then_close", delivery: "single_task_snapshot", closes_stream: true }
+            : { behavior: "reject", error: "UNSUPPORTED_OPERATION", code: -32004 },
+        first_event: "current_task",
+      },
+      message_to_terminal_task: { error: "UNSUPPORTED_OPERATION", code: -32004 },
+      interrupts: {
+        input_required_closes_stream: false,
+        note: "An OpenCode permission or question makes the task input-required; the stream stays open until a terminal state.",
+      },
+    },
+  };
+}
+
+export function buildWireContract(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts): Record<string, unknown> {
+  const lineMethods = methodsOfLine(catalog, line);
+  const conditional: Record<string, unknown> = {};
+  const pending: Record<string, unknown> = {};
+  for (const m of lineMethods) {
+    const availability = methodAvailability(m, facts);
+    if (m.toggle)
+      conditional[m.name] = {
+        reason: availability === "disabled" ? "disabled_by_configuration" : "enabled_by_configuration",
+        toggle: m.toggle,
+        available: availability !== "disabled",
+      };
+    if (m.not_implemented_until) pending[m.name] = { error: "NOT_IMPLEMENTED", delivered_by: m.not_implemented_until };
+  }
+  const unsupported = catalog.errors[line].find((e) => e.reason === "METHOD_NOT_SUPPORTED")!;
+  return {
+    protocol_version: line,
+    default_protocol_version: facts.defaultLine,
+    supported_protocol_versions: [...catalog.protocol_lines],
+    profile: PROFILE_ID,
+    preferred_transport: "HTTP+JSON",
+    additional_transports: ["JSONRPC"],
+    core: {
+      jsonrpc_methods: lineMethods.filter((m) => m.surface === "core").map((m) => m.name),
+      http_endpoints: httpEndpoints(catalog, line),
+    },
+    extensions: {
+      jsonrpc_methods: lineMethods
+        .filter((m) => m.surface === "extension" && methodAvailability(m, facts) !== "disabled")
+        .map((m) => m.name),
+      conditionally_available_methods: conditional,
+      extension_uris: catalog.extensions.map((e) => e.uri),
+    },
+    all_jsonrpc_methods: allJsonRpcMethods(catalog, line, facts),
+    pending_methods: pending,
+    service_behaviors: serviceBehaviors(line),
+    unsupported_method_error: {
+      code: unsupported.code,
+      type: unsupported.reason,
+      data_fields: ["type", "method", "supported_methods", "protocol_version"],
+    },
+    errors: catalog.errors[line].map((e) => ({ code: e.code, reason: e.reason, http_status: e.http, grpc_status: e.grpc, origin: e.origin })),
+  };
+}
+
+export function buildRuntimeProfile(facts: DeploymentFacts): Record<string, unknown> {
+  const env = facts.executionEnvironment;
+  const shell = facts.toggles.A2A_ENABLE_SESSION_SHELL === true;
+  const mutations = facts.toggles.A2A_ENABLE_WORKSPACE_MUTATIONS === true;
+  const sandbox: Record<string, unknown> = { mode: env.sandboxMode, filesystem_scope: env.sandboxFilesystemScope };
+  if (env.sandboxWritableRoots.length) sandbox.writable_roots = env.sandboxWritableRoots;
+  const network: Record<string, unknown> = { access: env.networkAccess };
+  if (env.networkAllowedDomains.length) network.allowed_domains = env.networkAllowedDomains;
+  const context: Record<string, unknown> = {};
+  if (facts.project) context.project = facts.project;
+  if (facts.exposeWorkspaceRoot && facts.workspaceRoot) context.workspace_root = facts.workspaceRoot;
+  return {
+    profile_id: PROFILE_ID,
+    deployment: {
+      id: "single_tenant_shared_workspace",
+      single_tenant: true,
+      shared_workspace_across_consumers: true,
+      tenant_isolation: "none",
+    },
+    runtime_features: {
+      directory_binding: {
+        allow_override: facts.allowDirectoryOverride,
+        scope: facts.allowDirectoryOverride ? "workspace_root_or_descendant" : "workspace_root_only",
+        metadata_field: "metadata.opencode.directory",
+      },
+      workspace_binding: {
+        enabled: true,
+        metadata_field: "metadata.opencode.workspace.id",
+        upstream_query_param: "workspace",
+        precedence: "prefer_workspace_else_directory",
+      },
+      session_shell: { enabled: shell, availability: shell ? "enabled" : "disabled", toggle: "A2A_ENABLE_SESSION_SHELL" },
+      workspace_mutations: {
+        enabled: mutations,
+        availability: mutations ? "enabled" : "disabled",
+        toggle: "A2A_ENABLE_WORKSPACE_MUTATIONS",
+      },
+      execution_environment: {
+        sandbox,
+        network,
+        approval: { policy: env.approvalPolicy, escalation_behavior: env.approvalEscalation },
+        write_access: { scope: env.writeAccessScope, outside_workspace: env.writeAccessOutsideWorkspace },
+      },
+      service_features: {
+        streaming: { enabled: true },
+        health_endpoint: { enabled: true, path: "/health" },
+      },
+    },
+    runtime_context: context,
+  };
+}
+
+function lineStatus(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts) {
+  const core = catalog.methods.filter((m) => m.line === line);
+  const pending = core.filter((m) => methodAvailability(m, facts) === "not-implemented").map((m) => m.name);
+  return {
+    status: pending.length ? "partial" : "supported",
+    supported_features: [
+      "version_negotiation",
+      "agent_card",
+      "extended_agent_card",
+      "error_shaping",
+      ...core.filter((m) => methodAvailability(m, facts) === "available").map((m) => `method:${m.name}`),
+    ],
+    known_gaps: pending.map((m) => `method:${m} (answers NOT_IMPLEMENTED in this build)`),
+  };
+}
+
+export function buildCompatibilityProfile(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts): Record<string, unknown> {
+  const extensionRetention: Record<string, unknown> = {};
+  for (const e of catalog.extensions)
+    extensionRetention[e.uri] = {
+      surface: e.kind === "metadata" ? "core-runtime-metadata" : "jsonrpc-extension",
+      audience: e.audience,
+      availability: "always",
+      retention: e.retention,
+    };
+  const methodRetention: Record<string, unknown> = {};
+  for (const m of methodsOfLine(catalog, line)) {
+    const availability = methodAvailability(m, facts);
+    methodRetention[m.name] = {
+      surface: m.surface,
+      availability: m.toggle ? (availability === "disabled" ? "disabled" : "enabled") : availability === "not-implemented" ? "pending" : "always",
+      retention: m.retention,
+      ...(m.extension_uri ? { extension_uri: m.extension_uri } : {}),
+      ...(m.toggle ? { toggle: m.toggle } : {}),
+      ...(m.scope ? { scope: m.scope } : {}),
+    };
+  }
+  return {
+    ...buildRuntimeProfile(facts),
+    protocol_version: line,
+    default_protocol_version: facts.defaultLine,
+    supported_protocol_versions: [...catalog.protocol_lines],
+    protocol_compatibility: {
+      versions: Object.fromEntries(catalog.protocol_lines.map((l) => [l, lineStatus(catalog, l, facts)])),
+    },
+    core: {
+      jsonrpc_methods: catalog.methods.filter((m) => m.line === line).map((m) => m.name),
+      http_endpoints: httpEndpoints(catalog, line),
+    },
+    extension_retention: extensionRetention,
+    method_retention: methodRetention,
+    service_behaviors: serviceBehaviors(line),
+    consumer_guidance: [
+      "Treat the core A2A methods as the portable baseline; discover everything else from this profile.",
+      "Treat all_jsonrpc_methods of the wire contract as the runtime truth for this deployment.",
+      "Deployment-conditional methods answer -32601 METHOD_NOT_SUPPORTED (with the toggle named) while disabled.",
+      "Project error types are told apart by their reason (0.3 error.data.type, 1.0 ErrorInfo.reason), never by reused A2A codes.",
+    ],
+  };
+}

@@ -1,0 +1,76 @@
+// `opencode-a2a serve`: load the configuration, start the Koa gateway, stop cleanly on SIGINT/SIGTERM.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { ConfigError, loadConfig, loadDotEnv } from "./config/index.js";
+import { packageVersion } from "./contract/catalog.js";
+import { createLogger } from "./logging/index.js";
+import { createGateway } from "./server/app.js";
+
+const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
+
+Usage:
+  opencode-a2a serve        start the gateway (configuration from the environment and ./.env)
+  opencode-a2a --version    print the version
+  opencode-a2a --help       this help
+
+Required: A2A_BEARER_TOKEN. See README.md for every variable.`;
+
+export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.Server> {
+  const config = loadConfig(env, packageVersion);
+  const log = createLogger(config.logLevel);
+  const server = http.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  if (!env.A2A_PUBLIC_URL) config.publicUrl = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+  const gateway = await createGateway(config, log);
+  server.on("request", gateway.app.callback());
+  log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion }, "opencode-a2a listening");
+  // A single machine-readable line on stdout so supervisors and tests know where to connect.
+  process.stdout.write(`opencode-a2a listening on http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}\n`);
+  const stop = (signal: string) => {
+    log.info({ signal }, "shutting down");
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  return server;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command = "serve"] = argv;
+  if (command === "--version" || command === "-v") {
+    process.stdout.write(`${packageVersion}\n`);
+    return 0;
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (command !== "serve") {
+    process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
+    return 2;
+  }
+  try {
+    loadDotEnv();
+    await serve();
+    return -1;
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`opencode-a2a: ${err.message}\n\nSee README.md (Configuration) for every variable.\n`);
+      return 78;
+    }
+    process.stderr.write(`opencode-a2a: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+const isEntry = process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href;
+if (isEntry) {
+  const code = await main(process.argv.slice(2));
+  if (code >= 0) process.exit(code);
+}

@@ -1,0 +1,59 @@
+// The method registry: one handler per JSON-RPC method of the generated catalog. REST routes reach the same
+// handlers through their logical operation. Methods the catalog marks `not_implemented_until` answer
+// NOT_IMPLEMENTED (their issue owns them); push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED while the
+// `pushNotifications` capability is off.
+import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
+import { A2AError } from "../contract/errors.js";
+import type { Principal } from "../auth/index.js";
+
+export interface Call {
+  line: ProtocolLine;
+  principal: Principal;
+  transport: "jsonrpc" | "rest";
+  method: MethodEntry;
+}
+
+export type MethodHandler = (params: Record<string, unknown>, call: Call) => Promise<unknown>;
+
+export interface OperationDeps {
+  extendedCard(line: ProtocolLine): Record<string, unknown>;
+}
+
+function notImplemented(m: MethodEntry): MethodHandler {
+  return async () => {
+    throw new A2AError("NOT_IMPLEMENTED", `${m.name} is declared in the contract but not implemented by this build yet`, {
+      method: m.name,
+      operation: m.operation ?? undefined,
+    });
+  };
+}
+
+const pushNotSupported: MethodHandler = async () => {
+  throw new A2AError("PUSH_NOTIFICATION_NOT_SUPPORTED", "This agent does not deliver push notifications (capabilities.pushNotifications is false)");
+};
+
+/** Handlers for logical core operations that are implemented in this build. */
+function coreHandlers(deps: OperationDeps): Record<string, MethodHandler> {
+  return {
+    "extended-card": async (_params, call) => deps.extendedCard(call.line),
+    "push.set": pushNotSupported,
+    "push.get": pushNotSupported,
+    "push.list": pushNotSupported,
+    "push.delete": pushNotSupported,
+  };
+}
+
+export function buildMethodRegistry(catalog: Catalog, deps: OperationDeps): Map<string, MethodHandler> {
+  const byOperation = coreHandlers(deps);
+  const registry = new Map<string, MethodHandler>();
+  for (const m of catalog.methods) {
+    if (m.not_implemented_until) registry.set(m.name, notImplemented(m));
+    else if (m.operation && byOperation[m.operation]) registry.set(m.name, byOperation[m.operation]!);
+  }
+  return registry;
+}
+
+/** The JSON-RPC method of `line` that implements a logical operation (REST routes dispatch through it). */
+export function methodForOperation(catalog: Catalog, line: ProtocolLine, operation: string): MethodEntry | undefined {
+  return catalog.methods.find((m) => m.line === line && m.operation === operation);
+}

@@ -1,0 +1,144 @@
+// Discovery and operations routes: agent cards (public/extended, per line, cached with weak ETags), /health,
+// and the downloadable contract artifacts (/openapi.json, /openapi.yaml, /schemas/...).
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import type Router from "@koa/router";
+import type { Context } from "koa";
+import { stringify as toYaml } from "yaml";
+import { generatedDir, readGeneratedJson, type Catalog, type ProtocolLine } from "../contract/catalog.js";
+import { A2AError } from "../contract/errors.js";
+import { hasScope, type CredentialResolver, type Principal } from "../auth/index.js";
+import { buildCard, type CardIdentity } from "../discovery/cards.js";
+import { buildCompatibilityProfile, buildRuntimeProfile, buildWireContract, type DeploymentFacts } from "../discovery/contract.js";
+import type { RequestState } from "./state.js";
+
+interface CachedDoc {
+  body: string;
+  etag: string;
+}
+
+function cached(value: unknown): CachedDoc {
+  const body = JSON.stringify(value);
+  return { body, etag: `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 32)}"` };
+}
+
+function etagMatches(header: string, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === "*") return true;
+  const strip = (t: string) => t.trim().replace(/^W\//, "");
+  return header.split(",").some((t) => strip(t) === strip(etag));
+}
+
+export interface DiscoveryDeps {
+  catalog: Catalog;
+  facts: DeploymentFacts;
+  identity: CardIdentity;
+  auth: CredentialResolver;
+  cardMaxAgeSeconds: number;
+  version: string;
+}
+
+export class Discovery {
+  private readonly cards = new Map<string, CachedDoc>();
+  private readonly lastModified = new Date(Math.floor(Date.now() / 1000) * 1000).toUTCString();
+  private openapi?: Record<string, unknown>;
+  private openapiYaml?: string;
+
+  constructor(private readonly deps: DiscoveryDeps) {}
+
+  card(line: ProtocolLine, extended: boolean): CachedDoc {
+    const key = `${line}:${extended}`;
+    let doc = this.cards.get(key);
+    if (!doc) {
+      const d = this.deps;
+      doc = cached(buildCard(d.catalog, line, extended, d.identity, d.facts, d.auth));
+      this.cards.set(key, doc);
+    }
+    return doc;
+  }
+
+  cardObject(line: ProtocolLine, extended: boolean): Record<string, unknown> {
+    return JSON.parse(this.card(line, extended).body) as Record<string, unknown>;
+  }
+
+  sendCard(ctx: Context, extended: boolean): void {
+    const { line } = ctx.state as RequestState;
+    const doc = this.card(line, extended);
+    ctx.vary("A2A-Version");
+    if (extended) ctx.vary("Authorization");
+    ctx.set("Cache-Control", `${extended ? "private" : "public"}, max-age=${this.deps.cardMaxAgeSeconds}`);
+    ctx.set("ETag", doc.etag);
+    ctx.set("Last-Modified", this.lastModified);
+    if (etagMatches(ctx.get("If-None-Match"), doc.etag)) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = "application/json";
+    ctx.body = doc.body;
+  }
+
+  openapiDocument(): Record<string, unknown> {
+    if (!this.openapi) {
+      const { catalog, facts } = this.deps;
+      const base = readGeneratedJson<Record<string, unknown>>("openapi", "openapi.json");
+      this.openapi = {
+        ...base,
+        servers: [{ url: this.deps.identity.publicUrl }],
+        "x-opencode-a2a-wire-contract": Object.fromEntries(catalog.protocol_lines.map((l) => [l, buildWireContract(catalog, l, facts)])),
+        "x-opencode-a2a-compatibility-profile": Object.fromEntries(
+          catalog.protocol_lines.map((l) => [l, buildCompatibilityProfile(catalog, l, facts)]),
+        ),
+        "x-opencode-a2a-runtime-profile": buildRuntimeProfile(facts),
+      };
+    }
+    return this.openapi;
+  }
+
+  register(router: Router): void {
+    router.get("/.well-known/agent-card.json", (ctx) => this.sendCard(ctx, false));
+    router.get("/.well-known/agent.json", (ctx) => this.sendCard(ctx, false));
+    router.get("/agent/authenticatedExtendedCard", (ctx) => {
+      const state = ctx.state as RequestState;
+      if (!hasScope(state.principal as Principal, "agents.read"))
+        throw new A2AError("SCOPE_INSUFFICIENT", "The extended card needs the agents.read scope", { required_scope: "agents.read" });
+      this.sendCard(ctx, true);
+    });
+    router.get("/health", (ctx) => {
+      const { line } = ctx.state as RequestState;
+      const { catalog, facts } = this.deps;
+      ctx.body = {
+        status: "ok",
+        service: "opencode-a2a",
+        version: this.deps.version,
+        profile: buildRuntimeProfile(facts),
+        wire_contract: buildWireContract(catalog, line, facts),
+        compatibility_profile: buildCompatibilityProfile(catalog, line, facts),
+      };
+    });
+    router.get("/openapi.json", (ctx) => {
+      ctx.body = this.openapiDocument();
+    });
+    router.get("/openapi.yaml", (ctx) => {
+      this.openapiYaml ??= toYaml(this.openapiDocument(), { lineWidth: 0, aliasDuplicateObjects: false });
+      ctx.type = "application/yaml";
+      ctx.body = this.openapiYaml;
+    });
+    const schemaRoot = path.join(generatedDir, "json-schema");
+    router.get("/schemas", (ctx) => {
+      ctx.body = {
+        schemas: this.deps.catalog.schema_groups.flatMap((g) =>
+          fs.readdirSync(path.join(schemaRoot, g)).filter((f) => f.endsWith(".json")).sort().map((f) => `/schemas/${g}/${f}`),
+        ),
+      };
+    });
+    router.get("/schemas/:group/:name", (ctx) => {
+      const { group, name } = ctx.params as { group: string; name: string };
+      const file = path.join(schemaRoot, group, name);
+      if (!this.deps.catalog.schema_groups.includes(group) || !/^[A-Za-z0-9_]+\.json$/.test(name) || !fs.existsSync(file))
+        throw new A2AError("ROUTE_NOT_FOUND", `No schema ${group}/${name}`, { path: ctx.path, method: ctx.method });
+      ctx.type = "application/schema+json";
+      ctx.body = fs.readFileSync(file);
+    });
+  }
+}

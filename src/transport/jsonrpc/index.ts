@@ -1,0 +1,128 @@
+// JSON-RPC 2.0 on `POST /`: envelope checks, batches, notifications (204), method lookup per protocol line,
+// params validation with the generated validators, scope check, dispatch. No business logic here.
+import type { Context } from "koa";
+import type { Logger } from "pino";
+import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.js";
+import { A2AError, toA2AError } from "../../contract/errors.js";
+import { validate } from "../../contract/validate.js";
+import { jsonRpcError } from "../../protocol/errors.js";
+import { camelizeKeys } from "../../protocol/keys.js";
+import { hasScope, type Principal } from "../../auth/index.js";
+import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
+import type { MethodHandler } from "../../operations/index.js";
+import type { RequestState } from "../../server/state.js";
+
+type Id = string | number | null;
+type Response = { jsonrpc: "2.0"; id: Id; result: unknown } | { jsonrpc: "2.0"; id: Id; error: unknown };
+
+export interface JsonRpcDeps {
+  catalog: Catalog;
+  facts: DeploymentFacts;
+  registry: ReadonlyMap<string, MethodHandler>;
+  log: Logger;
+}
+
+const PASCAL = /^[A-Z][A-Za-z]+$/;
+
+function isId(v: unknown): v is Id {
+  return v === null || typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
+}
+
+function invalidRequest(detail: string, field?: string): A2AError {
+  return new A2AError("INVALID_REQUEST", `Invalid JSON-RPC Request: ${detail}`, field ? { field } : {});
+}
+
+export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
+  const byName = new Map(deps.catalog.methods.map((m) => [m.name, m]));
+
+  /** The line a call runs on: explicit header wins; without one a PascalCase core method means 1.0 (dual stack). */
+  function lineFor(method: MethodEntry | undefined, state: RequestState): ProtocolLine {
+    if (state.explicitVersion || !method || method.surface !== "core") return state.line;
+    return method.line ?? state.line;
+  }
+
+  function resolveMethod(name: string, line: ProtocolLine): MethodEntry {
+    const m = byName.get(name);
+    const supported = allJsonRpcMethods(deps.catalog, line, deps.facts);
+    const unsupported = (extra: Record<string, unknown> = {}) =>
+      new A2AError("METHOD_NOT_SUPPORTED", `Unsupported method: ${name}`, {
+        method: name,
+        supported_methods: supported,
+        protocol_version: line,
+        ...extra,
+      });
+    if (!m || (m.surface === "core" && m.line !== line)) throw unsupported();
+    if (methodAvailability(m, deps.facts) === "disabled")
+      throw unsupported({ toggle: m.toggle, reason: "disabled_by_configuration" });
+    return m;
+  }
+
+  async function callOne(raw: unknown, state: RequestState, inBatch: boolean): Promise<Response | null> {
+    let id: Id = null;
+    let line = state.line;
+    let notification = false;
+    try {
+      if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw invalidRequest("the request must be an object");
+      const req = raw as Record<string, unknown>;
+      if ("id" in req) {
+        if (!isId(req.id)) throw invalidRequest("id must be a string, a number or null", "id");
+        id = req.id;
+      } else notification = true;
+      if (req.jsonrpc !== "2.0") throw invalidRequest('jsonrpc must be exactly "2.0"', "jsonrpc");
+      if (typeof req.method !== "string" || req.method === "") throw invalidRequest("method must be a non-empty string", "method");
+      const candidate = byName.get(req.method);
+      line = lineFor(candidate, state);
+      if (!candidate && !state.explicitVersion && PASCAL.test(req.method)) line = "1.0";
+      const method = resolveMethod(req.method, line);
+      if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
+      if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
+        throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
+      const params = method.surface === "core" ? (camelizeKeys(req.params ?? {}) as Record<string, unknown>) : ((req.params ?? {}) as Record<string, unknown>);
+      const verdict = await validate(method.params_schema, params);
+      if (!verdict.ok) {
+        const first = verdict.violations[0]!;
+        throw new A2AError(
+          "INVALID_PARAMS",
+          `Invalid params for ${method.name}: ${first.field} ${first.description}`,
+          { field: first.field, fields: verdict.violations.map((v) => v.field), detail: first.description },
+          { fieldViolations: verdict.violations },
+        );
+      }
+      const principal = state.principal as Principal;
+      if (!hasScope(principal, method.scope))
+        throw new A2AError("SCOPE_INSUFFICIENT", `${method.name} needs the ${method.scope} scope`, { method: method.name, required_scope: method.scope });
+      const handler = deps.registry.get(method.name);
+      if (!handler) throw new Error(`no handler registered for ${method.name}`);
+      const result = await handler(params, { line, principal, transport: "jsonrpc", method });
+      return notification ? null : { jsonrpc: "2.0", id, result: result ?? null };
+    } catch (raw) {
+      if (!(raw instanceof A2AError)) deps.log.error({ err: raw }, "JSON-RPC handler failed");
+      if (notification) return null;
+      return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(raw)) };
+    }
+  }
+
+  return async function jsonrpc(ctx: Context): Promise<void> {
+    const state = ctx.state as RequestState;
+    let body: unknown;
+    try {
+      body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));
+    } catch {
+      ctx.body = { jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, new A2AError("PARSE_ERROR")) };
+      return;
+    }
+    if (Array.isArray(body)) {
+      if (body.length === 0) {
+        ctx.body = { jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, invalidRequest("empty batch")) };
+        return;
+      }
+      const responses = (await Promise.all(body.map((r) => callOne(r, state, true)))).filter((r): r is Response => r !== null);
+      if (responses.length === 0) ctx.status = 204;
+      else ctx.body = responses;
+      return;
+    }
+    const response = await callOne(body, state, false);
+    if (response === null) ctx.status = 204;
+    else ctx.body = response;
+  };
+}

@@ -1,0 +1,88 @@
+// HTTP+JSON routes of both lines, registered from the generated catalog. `/v1/...` speaks 0.3 REST; root routes
+// speak the negotiated line. A route decodes its path/query/body into the params of its logical operation,
+// validates the body with the generated validator, checks the declared scope and calls the same handler as
+// JSON-RPC. No business logic here.
+import type Router from "@koa/router";
+import type { Context } from "koa";
+import type { Catalog, ProtocolLine, RouteEntry } from "../../contract/catalog.js";
+import { A2AError } from "../../contract/errors.js";
+import { validate } from "../../contract/validate.js";
+import { camelizeKeys } from "../../protocol/keys.js";
+import { hasScope, type Principal } from "../../auth/index.js";
+import { methodForOperation, type MethodHandler } from "../../operations/index.js";
+import type { RequestState } from "../../server/state.js";
+
+export interface RestDeps {
+  catalog: Catalog;
+  registry: ReadonlyMap<string, MethodHandler>;
+}
+
+/** `/v1/tasks/{id}:cancel` → `/v1/tasks/:id\:cancel` (path-to-regexp syntax of @koa/router). */
+export function koaPath(path: string): string {
+  return path.replace(/:/g, "\\:").replace(/\{(\w+)\}/g, ":$1");
+}
+
+/** The body schema a route validates against on `line` (root routes under 0.3 use their `/v1` twin's schema). */
+function bodySchemaFor(catalog: Catalog, route: RouteEntry, line: ProtocolLine): string | null {
+  if (route.line === line) return route.body_schema;
+  const twin = catalog.routes.find((r) => r.kind === "a2a" && r.line === line && r.operation === route.operation && r.verb === route.verb);
+  return twin?.body_schema ?? route.body_schema;
+}
+
+function parseBody(ctx: Context): unknown {
+  const raw = (ctx.state as RequestState).rawBody;
+  if (!raw || raw.length === 0) return undefined;
+  try {
+    return JSON.parse(raw.toString("utf8"));
+  } catch {
+    throw new A2AError("PARSE_ERROR", "Request body is not valid JSON");
+  }
+}
+
+function routeParams(ctx: Context, body: unknown): Record<string, unknown> {
+  const params: Record<string, unknown> = { ...(ctx.params as Record<string, string>) };
+  for (const [k, v] of Object.entries(ctx.query)) if (k !== "A2A-Version" && v !== undefined) params[k] = v;
+  if (body !== undefined) params.body = body;
+  return params;
+}
+
+export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[] {
+  const routes = deps.catalog.routes.filter((r) => r.kind === "a2a");
+  // Literal suffix routes (`{id}:cancel`) must be tried before the bare `{id}` route they would otherwise match.
+  const ordered = [...routes].sort((a, b) => Number(b.path.includes("}:")) - Number(a.path.includes("}:")));
+  for (const route of ordered) {
+    router.register(koaPath(route.path), [route.verb], async (ctx: Context) => {
+      const state = ctx.state as RequestState;
+      const line: ProtocolLine = route.path.startsWith("/v1/") ? "0.3" : state.line;
+      state.line = line;
+      ctx.set("A2A-Version", line);
+      const method = methodForOperation(deps.catalog, line, route.operation!);
+      if (!method) throw new A2AError("UNSUPPORTED_OPERATION", `${route.operation} is not part of the ${line} line`);
+      let body = parseBody(ctx);
+      const schema = bodySchemaFor(deps.catalog, route, line);
+      if (schema) {
+        if (body === undefined) throw new A2AError("INVALID_PARAMS", "A JSON request body is required", { field: "(body)" });
+        body = camelizeKeys(body);
+        const verdict = await validate(schema, body);
+        if (!verdict.ok) {
+          const first = verdict.violations[0]!;
+          throw new A2AError(
+            "INVALID_PARAMS",
+            `Invalid request body: ${first.field} ${first.description}`,
+            { field: first.field, fields: verdict.violations.map((v) => v.field), detail: first.description },
+            { fieldViolations: verdict.violations },
+          );
+        }
+      }
+      const principal = state.principal as Principal;
+      if (!hasScope(principal, route.scope))
+        throw new A2AError("SCOPE_INSUFFICIENT", `${route.verb} ${route.path} needs the ${route.scope} scope`, { method: route.id, required_scope: route.scope });
+      const handler = deps.registry.get(method.name);
+      if (!handler) throw new Error(`no handler registered for ${method.name}`);
+      const result = await handler(routeParams(ctx, body), { line, principal, transport: "rest", method });
+      ctx.status = 200;
+      ctx.body = result ?? {};
+    });
+  }
+  return routes;
+}
