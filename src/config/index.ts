@@ -173,7 +173,7 @@ export const variables = {
   allowDirectoryOverride: bool("A2A_ALLOW_DIRECTORY_OVERRIDE", true, "Allow `metadata.opencode.directory` inside the workspace root."),
   exposeWorkspaceRoot: bool("A2A_EXPOSE_WORKSPACE_ROOT_IN_CARD", false, "Publish the workspace root path in the runtime profile."),
   workspaceRoot: str("OPENCODE_WORKSPACE_ROOT", undefined, "Default workspace directory of OpenCode and the boundary for directory overrides."),
-  opencodeBaseUrl: url("OPENCODE_BASE_URL", undefined, "URL of a running `opencode serve`; unset → the gateway manages its own (issue 3)."),
+  opencodeBaseUrl: url("OPENCODE_BASE_URL", undefined, "URL of a running `opencode serve` (validated now; the upstream bridge that uses it is not in this build yet)."),
   sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
   sandboxFilesystemScope: oneOf("A2A_SANDBOX_FILESYSTEM_SCOPE", FS_SCOPES, "unknown", "Declared filesystem scope."),
   sandboxWritableRoots: list("A2A_SANDBOX_WRITABLE_ROOTS", "Declared writable roots (CSV or JSON array)."),

@@ -226,7 +226,7 @@ function createThrowawayWorkspace(dir: string, gitHome: string): void {
 }
 
 // Servers still running when this Node process exits are killed (and their temp dirs removed) synchronously.
-const live = new Map<ChildProcess, string | undefined>();
+const live = new Map<ChildProcess, string>();
 let exitHookInstalled = false;
 function installExitHook(): void {
   if (exitHookInstalled) return;
@@ -238,7 +238,7 @@ function installExitHook(): void {
       } catch {
         // already gone
       }
-      if (tempRoot !== undefined) rmSync(tempRoot, { recursive: true, force: true });
+      rmSync(tempRoot, { recursive: true, force: true });
     }
   });
 }

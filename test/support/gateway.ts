@@ -1,0 +1,143 @@
+// Test harness: the real gateway in-process behind a real HTTP server on 127.0.0.1, plus small request helpers.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { pino, type Logger } from "pino";
+import { loadConfig } from "../../src/config/index.js";
+import { createGateway, type Gateway } from "../../src/server/app.js";
+
+export const TEST_TOKEN = "test-token-5f1c2a9e7d3b4c6a";
+
+export interface StartedGateway {
+  url: string;
+  token: string;
+  gateway: Gateway;
+  server: http.Server;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+}
+
+export async function startGateway(env: Record<string, string> = {}, options: StartOptions = {}): Promise<StartedGateway> {
+  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, ...env });
+  const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }));
+  const server = http.createServer(gateway.app.callback());
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    token: config.bearerToken,
+    gateway,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export function bearer(token: string = TEST_TOKEN): Record<string, string> {
+  return { authorization: `Bearer ${token}` };
+}
+
+export interface HttpResult<T = any> {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is empty or not JSON. */
+  body: T;
+}
+
+async function toResult(res: Response): Promise<HttpResult> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, body };
+}
+
+type HeaderInit = Record<string, string | undefined>;
+
+function clean(headers: HeaderInit): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k.toLowerCase()] = v;
+  return out;
+}
+
+/**
+ * JSON-RPC call on `POST /`. Sends the test token and `content-type: application/json` unless the headers override
+ * them (a header set to undefined is removed). A string body is sent verbatim, anything else as JSON.
+ */
+export async function rpc(url: string, body: unknown, headers: HeaderInit = {}): Promise<HttpResult> {
+  const res = await fetch(`${url}/`, {
+    method: "POST",
+    headers: clean({ ...bearer(), "content-type": "application/json", ...lower(headers) }),
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return toResult(res);
+}
+
+function lower(headers: HeaderInit): HeaderInit {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+export interface CallOptions {
+  method?: string;
+  headers?: HeaderInit;
+  body?: unknown;
+  /** Send the test token (default true). */
+  auth?: boolean;
+}
+
+/** Any HTTP call through fetch; JSON-encodes non-string bodies. */
+export async function call(url: string, path: string, options: CallOptions = {}): Promise<HttpResult> {
+  const { method = "GET", body, auth = true } = options;
+  const headers: HeaderInit = { ...(auth ? bearer() : {}), ...lower(options.headers ?? {}) };
+  if (body !== undefined && !("content-type" in headers)) headers["content-type"] = "application/json";
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: clean(headers),
+    ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+  });
+  return toResult(res);
+}
+
+export interface RawResult {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The body bytes exactly as sent on the wire (never decompressed). */
+  raw: Buffer;
+}
+
+export interface RawOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  /** A single body, or several chunks written one by one (use with `transfer-encoding: chunked`). */
+  body?: string | Buffer | (string | Buffer)[];
+}
+
+/** A request over node:http that leaves Content-Encoding and framing alone. */
+export function rawRequest(url: string, path: string, options: RawOptions = {}): Promise<RawResult> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}${path}`, { method: options.method ?? "GET", headers: options.headers ?? {}, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, raw: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.setTimeout(10_000, () => req.destroy(new Error("raw request timed out")));
+    const body = options.body;
+    if (Array.isArray(body)) for (const chunk of body) req.write(chunk);
+    else if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
