@@ -5,6 +5,7 @@ import path from "node:path";
 import { Compile } from "typebox/schema";
 import { validatorModules, type ValidatorModule } from "../../generated/validators/index.js";
 import { generatedDir } from "./catalog.js";
+import { A2AError } from "./errors.js";
 
 export interface Violation {
   field: string;
@@ -52,7 +53,16 @@ export function explain(id: string, value: unknown): Violation[] {
   const ctx = groupContext(group);
   const schema = ctx[`${name}.json`];
   const validator = Compile(ctx as never, schema as never);
-  const [, errors] = validator.Errors(value) as [boolean, { instancePath: string; message: string; keyword: string }[]];
+  const [, raw] = validator.Errors(value) as [
+    boolean,
+    { instancePath: string; message: string; keyword: string; params?: { requiredProperties?: string[] } }[],
+  ];
+  // A missing property is reported on its parent object; name the property itself.
+  const errors = raw.flatMap((e) =>
+    e.keyword === "required" && e.params?.requiredProperties?.length
+      ? e.params.requiredProperties.map((p) => ({ ...e, instancePath: `${e.instancePath}/${p}`, message: "is required" }))
+      : [e],
+  );
   const sorted = [...errors].sort((a, b) => b.instancePath.split("/").length - a.instancePath.split("/").length);
   const seen = new Set<string>();
   const out: Violation[] = [];
@@ -70,4 +80,15 @@ export async function validate(id: string, value: unknown): Promise<ValidationRe
   const mod = await validatorFor(id);
   if (mod.Check(value)) return { ok: true };
   return { ok: false, violations: explain(id, value) };
+}
+
+/** The INVALID_PARAMS error for a failed validation, naming the offending fields. */
+export function invalidParams(what: string, violations: Violation[]): A2AError {
+  const first = violations[0]!;
+  return new A2AError(
+    "INVALID_PARAMS",
+    `${what}: ${first.field} ${first.description}`,
+    { field: first.field, fields: violations.map((v) => v.field), detail: first.description },
+    { fieldViolations: violations },
+  );
 }

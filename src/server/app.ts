@@ -11,7 +11,7 @@ import { BearerTokenResolver, type CredentialResolver } from "../auth/index.js";
 import type { DeploymentFacts } from "../discovery/contract.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
 import { createJsonRpcEndpoint } from "../transport/jsonrpc/index.js";
-import { koaPath, registerRestRoutes } from "../transport/rest/index.js";
+import { koaPath, registerRestRoutes, routeMatcher } from "../transport/rest/index.js";
 import { Discovery } from "./discovery.js";
 import { authentication } from "./middleware/auth.js";
 import { requestBody } from "./middleware/body.js";
@@ -116,14 +116,15 @@ export async function createGateway(config: Config, log: Logger, catalog: Catalo
   app.use(authentication(auth, publicMatcher(catalog)));
   app.use(requestBody(config.maxRequestBodyBytes));
   app.use(router.routes());
+  const allowedVerbs = routeMatcher(catalog);
   app.use(async (ctx) => {
-    const allowed = router.stack.filter((l) => l.match(ctx.path)).flatMap((l) => l.methods);
+    const allowed = allowedVerbs(ctx.path);
     if (allowed.length)
       throw new A2AError("HTTP_METHOD_NOT_ALLOWED", `${ctx.method} is not allowed on ${ctx.path}`, {
         path: ctx.path,
         method: ctx.method,
-        allowed: [...new Set(allowed)],
-      }, { headers: { Allow: [...new Set(allowed)].join(", ") } });
+        allowed,
+      }, { headers: { Allow: allowed.join(", ") } });
     throw new A2AError("ROUTE_NOT_FOUND", `No route ${ctx.method} ${ctx.path}`, { path: ctx.path, method: ctx.method });
   });
   return { app, router, registry, discovery, auth };

@@ -4,7 +4,7 @@ import type { Context } from "koa";
 import type { Logger } from "pino";
 import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.js";
 import { A2AError, toA2AError } from "../../contract/errors.js";
-import { validate } from "../../contract/validate.js";
+import { invalidParams, validate } from "../../contract/validate.js";
 import { jsonRpcError } from "../../protocol/errors.js";
 import { camelizeKeys } from "../../protocol/keys.js";
 import { hasScope, type Principal } from "../../auth/index.js";
@@ -25,7 +25,7 @@ export interface JsonRpcDeps {
 const PASCAL = /^[A-Z][A-Za-z]+$/;
 
 function isId(v: unknown): v is Id {
-  return v === null || typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
+  return v === null || typeof v === "string" || (typeof v === "number" && Number.isSafeInteger(v));
 }
 
 function invalidRequest(detail: string, field?: string): A2AError {
@@ -57,7 +57,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     return m;
   }
 
-  async function callOne(raw: unknown, state: RequestState, inBatch: boolean): Promise<Response | null> {
+  async function callOne(raw: unknown, state: RequestState, inBatch: boolean, onLine?: (line: ProtocolLine) => void): Promise<Response | null> {
     let id: Id = null;
     let line = state.line;
     let notification = false;
@@ -65,7 +65,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw invalidRequest("the request must be an object");
       const req = raw as Record<string, unknown>;
       if ("id" in req) {
-        if (!isId(req.id)) throw invalidRequest("id must be a string, a number or null", "id");
+        if (!isId(req.id)) throw invalidRequest("id must be a string, an integer or null", "id");
         id = req.id;
       } else notification = true;
       if (req.jsonrpc !== "2.0") throw invalidRequest('jsonrpc must be exactly "2.0"', "jsonrpc");
@@ -73,21 +73,14 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       const candidate = byName.get(req.method);
       line = lineFor(candidate, state);
       if (!candidate && !state.explicitVersion && PASCAL.test(req.method)) line = "1.0";
+      onLine?.(line);
       const method = resolveMethod(req.method, line);
       if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
         throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
       const params = method.surface === "core" ? (camelizeKeys(req.params ?? {}) as Record<string, unknown>) : ((req.params ?? {}) as Record<string, unknown>);
       const verdict = await validate(method.params_schema, params);
-      if (!verdict.ok) {
-        const first = verdict.violations[0]!;
-        throw new A2AError(
-          "INVALID_PARAMS",
-          `Invalid params for ${method.name}: ${first.field} ${first.description}`,
-          { field: first.field, fields: verdict.violations.map((v) => v.field), detail: first.description },
-          { fieldViolations: verdict.violations },
-        );
-      }
+      if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
       const principal = state.principal as Principal;
       if (!hasScope(principal, method.scope))
         throw new A2AError("SCOPE_INSUFFICIENT", `${method.name} needs the ${method.scope} scope`, { method: method.name, required_scope: method.scope });
@@ -121,7 +114,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       else ctx.body = responses;
       return;
     }
-    const response = await callOne(body, state, false);
+    const response = await callOne(body, state, false, (line) => ctx.set("A2A-Version", line));
     if (response === null) ctx.status = 204;
     else ctx.body = response;
   };

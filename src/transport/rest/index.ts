@@ -3,10 +3,10 @@
 // validates the body with the generated validator, checks the declared scope and calls the same handler as
 // JSON-RPC. No business logic here.
 import type Router from "@koa/router";
-import type { Context } from "koa";
+import type { Context, Next } from "koa";
 import type { Catalog, ProtocolLine, RouteEntry } from "../../contract/catalog.js";
 import { A2AError } from "../../contract/errors.js";
-import { validate } from "../../contract/validate.js";
+import { invalidParams, validate } from "../../contract/validate.js";
 import { camelizeKeys } from "../../protocol/keys.js";
 import { hasScope, type Principal } from "../../auth/index.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
@@ -51,7 +51,9 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
   // Literal suffix routes (`{id}:cancel`) must be tried before the bare `{id}` route they would otherwise match.
   const ordered = [...routes].sort((a, b) => Number(b.path.includes("}:")) - Number(a.path.includes("}:")));
   for (const route of ordered) {
-    router.register(koaPath(route.path), [route.verb], async (ctx: Context) => {
+    router.register(koaPath(route.path), [route.verb], async (ctx: Context, next: Next) => {
+      // `{id}` never swallows a literal suffix: `GET /tasks/x:cancel` is not `GET /tasks/{id}` with id "x:cancel".
+      if (Object.values(ctx.params as Record<string, string>).some((v) => v.includes(":"))) return next();
       const state = ctx.state as RequestState;
       const line: ProtocolLine = route.path.startsWith("/v1/") ? "0.3" : state.line;
       state.line = line;
@@ -64,15 +66,7 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
         if (body === undefined) throw new A2AError("INVALID_PARAMS", "A JSON request body is required", { field: "(body)" });
         body = camelizeKeys(body);
         const verdict = await validate(schema, body);
-        if (!verdict.ok) {
-          const first = verdict.violations[0]!;
-          throw new A2AError(
-            "INVALID_PARAMS",
-            `Invalid request body: ${first.field} ${first.description}`,
-            { field: first.field, fields: verdict.violations.map((v) => v.field), detail: first.description },
-            { fieldViolations: verdict.violations },
-          );
-        }
+        if (!verdict.ok) throw invalidParams("Invalid request body", verdict.violations);
       }
       const principal = state.principal as Principal;
       if (!hasScope(principal, route.scope))
@@ -85,4 +79,13 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
     });
   }
   return routes;
+}
+
+/** A matcher over every catalog route (path parameters never contain `/` or `:`), for 404 vs 405 decisions. */
+export function routeMatcher(catalog: Catalog): (path: string) => string[] {
+  const compiled = catalog.routes.map((r) => ({
+    verb: r.verb,
+    re: new RegExp(`^${r.path.split(/\{\w+\}/).map((s) => s.replace(/[.*+?^$()|[\]\\]/g, "\\$&")).join("[^/:]+")}$`),
+  }));
+  return (path) => [...new Set(compiled.filter((c) => c.re.test(path)).map((c) => c.verb))];
 }
