@@ -251,3 +251,14 @@ export function buildCompatibilityProfile(catalog: Catalog, line: ProtocolLine, 
     ],
   };
 }
+
+/** The `x-opencode-a2a-*` OpenAPI extensions describing a deployment (generated defaults or a running server). */
+export function openApiContractExtensions(catalog: Catalog, facts: DeploymentFacts): Record<string, unknown> {
+  return {
+    "x-opencode-a2a-wire-contract": Object.fromEntries(catalog.protocol_lines.map((l) => [l, buildWireContract(catalog, l, facts)])),
+    "x-opencode-a2a-compatibility-profile": Object.fromEntries(
+      catalog.protocol_lines.map((l) => [l, buildCompatibilityProfile(catalog, l, facts)]),
+    ),
+    "x-opencode-a2a-runtime-profile": buildRuntimeProfile(facts),
+  };
+}

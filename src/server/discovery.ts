@@ -10,7 +10,13 @@ import { generatedDir, readGeneratedJson, type Catalog, type ProtocolLine } from
 import { A2AError } from "../contract/errors.js";
 import { hasScope, type CredentialResolver, type Principal } from "../auth/index.js";
 import { buildCard, type CardIdentity } from "../discovery/cards.js";
-import { buildCompatibilityProfile, buildRuntimeProfile, buildWireContract, type DeploymentFacts } from "../discovery/contract.js";
+import {
+  buildCompatibilityProfile,
+  buildRuntimeProfile,
+  buildWireContract,
+  openApiContractExtensions,
+  type DeploymentFacts,
+} from "../discovery/contract.js";
 import type { RequestState } from "./state.js";
 
 interface CachedDoc {
@@ -85,11 +91,7 @@ export class Discovery {
       this.openapi = {
         ...base,
         servers: [{ url: this.deps.identity.publicUrl }],
-        "x-opencode-a2a-wire-contract": Object.fromEntries(catalog.protocol_lines.map((l) => [l, buildWireContract(catalog, l, facts)])),
-        "x-opencode-a2a-compatibility-profile": Object.fromEntries(
-          catalog.protocol_lines.map((l) => [l, buildCompatibilityProfile(catalog, l, facts)]),
-        ),
-        "x-opencode-a2a-runtime-profile": buildRuntimeProfile(facts),
+        ...openApiContractExtensions(catalog, facts),
       };
     }
     return this.openapi;

@@ -1,12 +1,7 @@
 // Adds the contract catalog, wire contracts and compatibility profiles (with default deployment facts) to the
 // OpenAPI document as `x-` extensions. The running server replaces them with its deployment's values.
 import type { Catalog } from "../../src/contract/catalog.js";
-import {
-  buildCompatibilityProfile,
-  buildRuntimeProfile,
-  buildWireContract,
-  defaultDeploymentFacts,
-} from "../../src/discovery/contract.js";
+import { defaultDeploymentFacts, openApiContractExtensions } from "../../src/discovery/contract.js";
 
 export async function decorateOpenApi(doc: Record<string, unknown>, catalog: Catalog): Promise<Record<string, unknown>> {
   const facts = defaultDeploymentFacts;
@@ -33,12 +28,6 @@ export async function decorateOpenApi(doc: Record<string, unknown>, catalog: Cat
     "x-opencode-a2a-jsonrpc-methods": jsonrpc,
     "x-opencode-a2a-extensions": catalog.extensions,
     "x-opencode-a2a-errors": catalog.errors,
-    "x-opencode-a2a-wire-contract": Object.fromEntries(
-      catalog.protocol_lines.map((line) => [line, buildWireContract(catalog, line, facts)]),
-    ),
-    "x-opencode-a2a-compatibility-profile": Object.fromEntries(
-      catalog.protocol_lines.map((line) => [line, buildCompatibilityProfile(catalog, line, facts)]),
-    ),
-    "x-opencode-a2a-runtime-profile": buildRuntimeProfile(facts),
+    ...openApiContractExtensions(catalog, facts),
   };
 }
