@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, loadDotEnv } from "./config/index.js";
 import { packageVersion } from "./contract/catalog.js";
 import { createLogger } from "./logging/index.js";
 import { createGateway } from "./server/app.js";
+import { startUpstream } from "./upstream/index.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
 
@@ -13,28 +14,46 @@ Usage:
   opencode-a2a --version    print the version
   opencode-a2a --help       this help
 
-Required: A2A_BEARER_TOKEN. See README.md for every variable.`;
+Required: A2A_BEARER_TOKEN. Without OPENCODE_BASE_URL the gateway starts \`opencode serve\` itself.
+See README.md for every variable.`;
 
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.Server> {
   const config = loadConfig(env, packageVersion);
   const log = createLogger(config.logLevel);
-  const server = http.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  // OpenCode first: in managed mode the gateway's "listening" line means OpenCode is up too.
+  const upstream = await startUpstream(config, log, { env });
+  let server: http.Server;
+  try {
+    server = http.createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  } catch (err) {
+    await upstream.stop();
+    throw err;
+  }
   const address = server.address() as AddressInfo;
-  if (!env.A2A_PUBLIC_URL) config.publicUrl = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
-  const gateway = await createGateway(config, log);
+  const bound = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+  if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
+  const gateway = await createGateway(config, log, { upstream });
   server.on("request", gateway.app.callback());
-  log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion }, "opencode-a2a listening");
+  log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion, upstream: upstream.mode }, "opencode-a2a listening");
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
-  process.stdout.write(`opencode-a2a listening on http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}\n`);
-  const stop = (signal: string) => {
+  process.stdout.write(`opencode-a2a listening on ${bound}\n`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
     log.info({ signal }, "shutting down");
-    server.close(() => process.exit(0));
+    // Hard deadline: the OpenCode child gets SIGTERM, 5 s, then SIGKILL inside upstream.stop().
+    setTimeout(() => process.exit(1), 15_000).unref();
+    server.close();
     server.closeAllConnections();
-    setTimeout(() => process.exit(0), 5000).unref();
+    upstream
+      .stop()
+      .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "upstream stop failed"))
+      .finally(() => process.exit(0));
   };
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));

@@ -1527,10 +1527,50 @@ export interface components {
             profile: Record<string, never>;
             /** @enum {string} */
             service: "opencode-a2a";
-            /** @enum {string} */
-            status: "ok";
+            /**
+             * @description `degraded` (HTTP 503) when the OpenCode upstream is not healthy.
+             * @enum {string}
+             */
+            status: "ok" | "degraded";
+            /** @description The link to OpenCode; absent when the gateway runs without an upstream (contract-only test setups). */
+            upstream?: components["schemas"]["Operations.UpstreamHealth"];
             version: string;
             wire_contract: Record<string, never>;
+        };
+        "Operations.UpstreamEventsHealth": {
+            /**
+             * Format: int64
+             * @description OPENCODE_MAX_CONCURRENT_STREAMS (0 = unlimited).
+             */
+            max_streams: number;
+            /** Format: int64 */
+            reconnects: number;
+            /** @enum {string} */
+            state: "idle" | "connecting" | "open" | "backoff" | "stopped";
+            /** Format: int64 */
+            streams: number;
+            /** Format: int64 */
+            subscribers: number;
+        };
+        "Operations.UpstreamHealth": {
+            /** @description Why it is not healthy. */
+            error?: string;
+            /** @description The shared upstream event subscription. */
+            events: components["schemas"]["Operations.UpstreamEventsHealth"];
+            /** @description GET /global/health answered `healthy: true`. */
+            healthy: boolean;
+            /**
+             * @description `managed`: the gateway runs `opencode serve` itself; `external`: OPENCODE_BASE_URL.
+             * @enum {string}
+             */
+            mode: "managed" | "external";
+            /**
+             * Format: int64
+             * @description Managed mode: restarts of the child since the gateway started.
+             */
+            restarts?: number;
+            /** @description OpenCode's version, when it answered. */
+            version?: string;
         };
     };
     responses: never;
@@ -1811,6 +1851,15 @@ export interface operations {
         responses: {
             /** @description The request has succeeded. */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operations.HealthResponse"];
+                };
+            };
+            /** @description Service unavailable. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

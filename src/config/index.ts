@@ -126,6 +126,22 @@ function url(name: string, def: string | undefined, description: string): Variab
   };
 }
 
+function seconds(name: string, def: number, min: number, max: number, description: string): Variable<number> {
+  return {
+    name,
+    defaultText: String(def),
+    description,
+    parse(raw) {
+      if (raw === undefined || raw.trim() === "") return def;
+      const v = raw.trim();
+      if (!/^\d+(\.\d+)?$/.test(v)) fail(name, raw, `a number of seconds in ${min}..${max}`);
+      const n = Number(v);
+      if (n < min || n > max) fail(name, raw, `a number of seconds in ${min}..${max}`);
+      return n;
+    },
+  };
+}
+
 function logLevel(): Variable<LogLevel> {
   const aliases: Record<string, LogLevel> = { warning: "warn", critical: "fatal", notset: "trace", off: "silent" };
   return {
@@ -173,7 +189,19 @@ export const variables = {
   allowDirectoryOverride: bool("A2A_ALLOW_DIRECTORY_OVERRIDE", true, "Allow `metadata.opencode.directory` inside the workspace root."),
   exposeWorkspaceRoot: bool("A2A_EXPOSE_WORKSPACE_ROOT_IN_CARD", false, "Publish the workspace root path in the runtime profile."),
   workspaceRoot: str("OPENCODE_WORKSPACE_ROOT", undefined, "Default workspace directory of OpenCode and the boundary for directory overrides."),
-  opencodeBaseUrl: url("OPENCODE_BASE_URL", undefined, "URL of a running `opencode serve` (validated now; the upstream bridge that uses it is not in this build yet)."),
+  opencodeBaseUrl: url("OPENCODE_BASE_URL", undefined, "URL of a running `opencode serve`. Unset: the gateway starts and supervises `opencode serve` itself from the `opencode-ai` dependency (managed mode)."),
+  opencodeUsername: str("OPENCODE_SERVER_USERNAME", "opencode", "Basic-auth user name for OpenCode."),
+  opencodePassword: str("OPENCODE_SERVER_PASSWORD", undefined, "Basic-auth password for OpenCode. Managed mode passes it to the child; unset there, a random one is generated per run.", true),
+  opencodeTimeout: seconds("OPENCODE_TIMEOUT", 120, 0, 86_400, "Timeout of one upstream call in seconds (0 = none)."),
+  opencodeStreamTimeout: seconds("OPENCODE_TIMEOUT_STREAM", 900, 0, 86_400, "Timeout of upstream calls made for streaming requests, in seconds (0 = none)."),
+  opencodeMaxRequests: int("OPENCODE_MAX_CONCURRENT_REQUESTS", 32, 0, 100_000, "Upstream calls in flight at once; more fail at once with UPSTREAM_BACKPRESSURE (0 = unlimited)."),
+  opencodeMaxStreams: int("OPENCODE_MAX_CONCURRENT_STREAMS", 512, 0, 1_000_000, "A2A streams open at once (all share one upstream event connection); more fail with UPSTREAM_BACKPRESSURE (0 = unlimited)."),
+  opencodeEventIdleTimeout: seconds("OPENCODE_EVENT_IDLE_TIMEOUT_SECONDS", 30, 1, 3_600, "The upstream event stream is reconnected when neither an event nor a heartbeat (every 10 s) arrives for this long."),
+  opencodeEventReconnectMax: seconds("OPENCODE_EVENT_RECONNECT_MAX_SECONDS", 5, 0.1, 300, "Upper bound of the event stream's reconnect backoff (starts at 0.25 s, doubles, full jitter)."),
+  opencodeEventBufferLimit: int("OPENCODE_EVENT_BUFFER_LIMIT", 10_000, 16, 10_000_000, "Events buffered per subscriber; a subscriber that falls further behind is ended with UPSTREAM_BACKPRESSURE."),
+  opencodeBinary: str("OPENCODE_BINARY", undefined, "Managed mode: path of the `opencode` binary; default the platform binary of the `opencode-ai` dependency."),
+  opencodePort: int("OPENCODE_MANAGED_PORT", 0, 0, 65535, "Managed mode: port for `opencode serve` (0 lets OpenCode choose; it is read from its output)."),
+  opencodeStartTimeout: seconds("OPENCODE_START_TIMEOUT_SECONDS", 60, 1, 600, "Managed mode: time allowed for `opencode serve` to print its listening line and answer /global/health."),
   sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
   sandboxFilesystemScope: oneOf("A2A_SANDBOX_FILESYSTEM_SCOPE", FS_SCOPES, "unknown", "Declared filesystem scope."),
   sandboxWritableRoots: list("A2A_SANDBOX_WRITABLE_ROOTS", "Declared writable roots (CSV or JSON array)."),

@@ -17,6 +17,7 @@ import { authentication } from "./middleware/auth.js";
 import { requestBody } from "./middleware/body.js";
 import { errorBoundary } from "./middleware/errors.js";
 import { versionNegotiation } from "./middleware/version.js";
+import type { Upstream } from "../upstream/index.js";
 import type { RequestState } from "./state.js";
 
 export interface Gateway {
@@ -25,6 +26,7 @@ export interface Gateway {
   registry: ReadonlyMap<string, MethodHandler>;
   discovery: Discovery;
   auth: CredentialResolver;
+  upstream: Upstream | undefined;
 }
 
 export function deploymentFacts(config: Config): DeploymentFacts {
@@ -71,11 +73,19 @@ function requestLog(log: Logger) {
   };
 }
 
-export async function createGateway(config: Config, log: Logger, catalog: Catalog = generatedCatalog): Promise<Gateway> {
+export interface GatewayDeps {
+  catalog?: Catalog;
+  /** The OpenCode link (src/upstream); absent in contract-only setups. */
+  upstream?: Upstream;
+}
+
+export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
+  const catalog = deps.catalog ?? generatedCatalog;
   const facts = deploymentFacts(config);
   const auth = new BearerTokenResolver(config.bearerToken, catalog.scopes);
   const discovery = new Discovery({
     catalog,
+    ...(deps.upstream === undefined ? {} : { upstream: deps.upstream }),
     facts,
     auth,
     cardMaxAgeSeconds: config.cardMaxAgeSeconds,
@@ -127,7 +137,7 @@ export async function createGateway(config: Config, log: Logger, catalog: Catalo
       }, { headers: { Allow: allowed.join(", ") } });
     throw new A2AError("ROUTE_NOT_FOUND", `No route ${ctx.method} ${ctx.path}`, { path: ctx.path, method: ctx.method });
   });
-  return { app, router, registry, discovery, auth };
+  return { app, router, registry, discovery, auth, upstream: deps.upstream };
 }
 
 export { koaPath };

@@ -17,6 +17,7 @@ import {
   openApiContractExtensions,
   type DeploymentFacts,
 } from "../discovery/contract.js";
+import type { Upstream } from "../upstream/index.js";
 import type { RequestState } from "./state.js";
 
 interface CachedDoc {
@@ -38,6 +39,8 @@ function etagMatches(header: string, etag: string): boolean {
 
 export interface DiscoveryDeps {
   catalog: Catalog;
+  /** The OpenCode link whose state /health reports (absent in contract-only setups). */
+  upstream?: Pick<Upstream, "status">;
   facts: DeploymentFacts;
   identity: CardIdentity;
   auth: CredentialResolver;
@@ -106,13 +109,36 @@ export class Discovery {
         throw new A2AError("SCOPE_INSUFFICIENT", "The extended card needs the agents.read scope", { required_scope: "agents.read" });
       this.sendCard(ctx, true);
     });
-    router.get("/health", (ctx) => {
+    router.get("/health", async (ctx) => {
       const { line } = ctx.state as RequestState;
       const { catalog, facts } = this.deps;
+      const upstream = this.deps.upstream === undefined ? undefined : await this.deps.upstream.status();
+      const healthy = upstream === undefined || (upstream.healthy && upstream.events.state === "open");
+      ctx.status = healthy ? 200 : 503;
+      ctx.set("Cache-Control", "no-store");
       ctx.body = {
-        status: "ok",
+        status: healthy ? "ok" : "degraded",
         service: "opencode-a2a",
         version: this.deps.version,
+        ...(upstream === undefined
+          ? {}
+          : {
+              // No URL, pid or password: the child's address is nobody's business but the gateway's.
+              upstream: {
+                mode: upstream.mode,
+                healthy: upstream.healthy,
+                ...(upstream.version === undefined ? {} : { version: upstream.version }),
+                ...(upstream.error === undefined ? {} : { error: upstream.error }),
+                events: {
+                  state: upstream.events.state,
+                  reconnects: upstream.events.reconnects,
+                  subscribers: upstream.events.subscribers,
+                  streams: upstream.events.streams,
+                  max_streams: upstream.events.maxStreams,
+                },
+                ...(upstream.managed === undefined ? {} : { restarts: upstream.managed.restarts }),
+              },
+            }),
         profile: buildRuntimeProfile(facts),
         wire_contract: buildWireContract(catalog, line, facts),
         compatibility_profile: buildCompatibilityProfile(catalog, line, facts),

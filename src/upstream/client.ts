@@ -1,0 +1,236 @@
+// The thin wrapper every gateway call to OpenCode goes through. It owns one generated hey-api client
+// (generated/opencode) and adds what the generated code does not know about: the base URL (which moves when a
+// managed OpenCode restarts on another port), Basic auth, `directory` / `workspace` routing, per-call timeouts,
+// a fast-fail concurrency budget, and the error taxonomy of ./errors.ts. Hand-written code never builds an
+// upstream URL or body: it passes a generated SDK function to `call`.
+import { createClient, type Client } from "../../generated/opencode/client/index.js";
+import * as sdk from "../../generated/opencode/sdk.gen.js";
+import type { Session } from "../../generated/opencode/types.gen.js";
+import { classifyHttp, classifyThrown, UpstreamError } from "./errors.js";
+
+export interface UpstreamClientOptions {
+  baseUrl: string;
+  /** Basic auth (OPENCODE_SERVER_USERNAME / OPENCODE_SERVER_PASSWORD); no header when password is unset. */
+  username?: string;
+  password?: string;
+  /** Default `directory` query parameter (OPENCODE_WORKSPACE_ROOT); unset → OpenCode's own cwd. */
+  directory?: string;
+  /** OPENCODE_TIMEOUT in ms (0 = none). */
+  timeoutMs: number;
+  /** OPENCODE_TIMEOUT_STREAM in ms: calls made on behalf of a streaming request (0 = none). */
+  streamTimeoutMs: number;
+  /** OPENCODE_MAX_CONCURRENT_REQUESTS (0 = unlimited): calls beyond it fail at once with UPSTREAM_BACKPRESSURE. */
+  maxConcurrentRequests: number;
+  fetch?: typeof fetch;
+}
+
+export interface CallOptions {
+  /** Instance routing; `directory` defaults to the configured one. A workspace id wins over the directory. */
+  directory?: string;
+  workspace?: string;
+  /** "default" (OPENCODE_TIMEOUT), "stream" (OPENCODE_TIMEOUT_STREAM), milliseconds, or false for none. */
+  timeout?: "default" | "stream" | number | false;
+  /** Caller cancellation (e.g. the A2A client went away). */
+  signal?: AbortSignal;
+  /** The session the call is about: an upstream 404 then becomes SESSION_NOT_FOUND for it. */
+  sessionId?: string;
+  /** Count the call against OPENCODE_MAX_CONCURRENT_REQUESTS (default true; abort/cancel paths pass false). */
+  budget?: boolean;
+  /** Shape check of the 2xx body; a body that fails it is an UPSTREAM_PAYLOAD_ERROR. */
+  validate?: (data: unknown) => boolean;
+}
+
+/** What the generated SDK functions are handed: our client, the abort signal, and the routing query. */
+export interface CallContext {
+  client: Client;
+  signal: AbortSignal;
+  query: { directory?: string; workspace?: string };
+}
+
+/** The `{ data, error, response }` result of a generated SDK function called without throwOnError. */
+export interface SdkResult<T> {
+  data?: T;
+  error?: unknown;
+  response?: Response;
+}
+
+export interface UpstreamStats {
+  inFlight: number;
+  maxConcurrentRequests: number;
+  calls: number;
+  failures: Record<string, number>;
+  rejectedByBudget: number;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+export const isSession = (v: unknown): v is Session => isObject(v) && typeof v.id === "string" && v.id.startsWith("ses");
+
+export class UpstreamClient {
+  readonly client: Client;
+  #baseUrl: string;
+  #inFlight = 0;
+  #calls = 0;
+  #rejected = 0;
+  readonly #failures: Record<string, number> = {};
+
+  constructor(readonly options: UpstreamClientOptions) {
+    this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (options.password !== undefined && options.password !== "") {
+      const user = options.username ?? "opencode";
+      headers.authorization = `Basic ${Buffer.from(`${user}:${options.password}`).toString("base64")}`;
+    }
+    this.client = createClient({
+      baseUrl: this.#baseUrl,
+      headers,
+      ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    });
+  }
+
+  get baseUrl(): string {
+    return this.#baseUrl;
+  }
+
+  /** Points the client at a new URL (a managed OpenCode restarted on another port). */
+  setBaseUrl(url: string): void {
+    this.#baseUrl = url.replace(/\/+$/, "");
+    this.client.setConfig({ baseUrl: this.#baseUrl });
+  }
+
+  stats(): UpstreamStats {
+    return {
+      inFlight: this.#inFlight,
+      maxConcurrentRequests: this.options.maxConcurrentRequests,
+      calls: this.#calls,
+      failures: { ...this.#failures },
+      rejectedByBudget: this.#rejected,
+    };
+  }
+
+  /** The routing query for a call: a workspace id wins over a directory (reference §6.1). */
+  route(opts: Pick<CallOptions, "directory" | "workspace"> = {}): { directory?: string; workspace?: string } {
+    if (opts.workspace !== undefined) return { workspace: opts.workspace };
+    const directory = opts.directory ?? this.options.directory;
+    return directory === undefined ? {} : { directory };
+  }
+
+  /**
+   * Runs one generated SDK call with routing, timeout, budget and error mapping. Resolves with the 2xx body;
+   * rejects with an UpstreamError.
+   *
+   *   const session = await upstream.call("sessionCreate", (c) => sdk.sessionCreate({ ...c, body: { title } }));
+   */
+  async call<T>(operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>, opts: CallOptions = {}): Promise<T> {
+    const max = this.options.maxConcurrentRequests;
+    const budgeted = opts.budget !== false;
+    if (budgeted && max > 0 && this.#inFlight >= max) {
+      this.#rejected++;
+      throw this.#count(
+        new UpstreamError({
+          kind: "backpressure",
+          operation,
+          detail: `${this.#inFlight} upstream calls in flight (OPENCODE_MAX_CONCURRENT_REQUESTS=${max})`,
+          limit: max,
+          retryAfterSeconds: 1,
+        }),
+      );
+    }
+    const timeoutMs =
+      opts.timeout === false
+        ? 0
+        : typeof opts.timeout === "number"
+          ? opts.timeout
+          : opts.timeout === "stream"
+            ? this.options.streamTimeoutMs
+            : this.options.timeoutMs;
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            controller.abort(new DOMException("upstream call timed out", "TimeoutError"));
+          }, timeoutMs)
+        : undefined;
+    const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) controller.abort(opts.signal.reason);
+    else opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
+
+    const context = {
+      ...(opts.sessionId === undefined ? {} : { sessionId: opts.sessionId }),
+      timedOut: false,
+      ...(timeoutMs > 0 ? { timeoutSeconds: timeoutMs / 1000 } : {}),
+    };
+    if (budgeted) this.#inFlight++;
+    this.#calls++;
+    try {
+      let result: SdkResult<T>;
+      try {
+        result = await invoke({ client: this.client, signal: controller.signal, query: this.route(opts) });
+      } catch (error) {
+        throw classifyThrown(error, operation, { ...context, timedOut });
+      }
+      const response = result.response;
+      if (response === undefined) {
+        // The generated client swallowed a fetch failure into `error` (no response at all).
+        throw classifyThrown(result.error, operation, { ...context, timedOut });
+      }
+      if (!response.ok) throw classifyHttp(response, result.error, operation, opts.sessionId);
+      const data = result.data;
+      if (opts.validate !== undefined && !opts.validate(data)) {
+        const type = typeof data === "string" ? `text (${response.headers.get("content-type") ?? "no content-type"})` : typeof data;
+        throw new UpstreamError({ kind: "payload", operation, detail: `unexpected ${type} body`, status: response.status });
+      }
+      return data as T;
+    } catch (error) {
+      throw this.#count(error instanceof UpstreamError ? error : classifyThrown(error, operation, { ...context, timedOut }));
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onCallerAbort);
+      if (budgeted) this.#inFlight--;
+    }
+  }
+
+  #count(error: UpstreamError): UpstreamError {
+    this.#failures[error.kind] = (this.#failures[error.kind] ?? 0) + 1;
+    return error;
+  }
+
+  // The handful of calls the runtime makes everywhere; everything else goes through `call` directly.
+
+  /** GET /global/health → OpenCode's version (throws UpstreamError when unhealthy). */
+  async health(opts: CallOptions = {}): Promise<{ healthy: boolean; version: string }> {
+    return this.call("globalHealth", (c) => sdk.globalHealth({ client: c.client, signal: c.signal }), {
+      timeout: 5_000,
+      budget: false,
+      ...opts,
+      validate: (d) => isObject(d) && d.healthy === true && typeof d.version === "string",
+    });
+  }
+
+  async createSession(body: NonNullable<Parameters<typeof sdk.sessionCreate>[0]>["body"], opts: CallOptions = {}): Promise<Session> {
+    return this.call("sessionCreate", (c) => sdk.sessionCreate({ ...c, ...(body === undefined ? {} : { body }) }), {
+      ...opts,
+      validate: isSession,
+    });
+  }
+
+  async getSession(sessionId: string, opts: CallOptions = {}): Promise<Session> {
+    return this.call("sessionGet", (c) => sdk.sessionGet({ ...c, path: { sessionID: sessionId } }), {
+      ...opts,
+      sessionId,
+      validate: isSession,
+    });
+  }
+
+  /** POST /session/{id}/abort; never counted against the budget (cancel must work under load). */
+  async abort(sessionId: string, opts: CallOptions = {}): Promise<boolean> {
+    return this.call("sessionAbort", (c) => sdk.sessionAbort({ ...c, path: { sessionID: sessionId } }), {
+      budget: false,
+      ...opts,
+      sessionId,
+      validate: (d) => typeof d === "boolean",
+    });
+  }
+}
