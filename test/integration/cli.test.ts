@@ -4,17 +4,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { packageRoot } from "../../src/contract/catalog.js";
+import { binPath } from "../support/build.js";
 
 const SECRET = "cli-secret-token-do-not-print-4242";
-const dist = path.join(packageRoot, "dist", "src", "main.js");
-// The compiled command when it is built; otherwise the sources through tsx (what `npx tsx src/main.ts` runs).
-const command: [string, string[]] = fs.existsSync(dist)
-  ? [process.execPath, [path.join(packageRoot, "bin", "opencode-a2a.js"), "serve"]]
-  : [path.join(packageRoot, "node_modules", ".bin", "tsx"), [path.join(packageRoot, "src", "main.ts"), "serve"]];
-
+let command: [string, string[]];
 let cwd: string;
 beforeAll(() => {
+  // What `npm start` runs: the compiled gateway behind bin/opencode-a2a.js.
+  command = [process.execPath, [binPath, "serve"]];
   cwd = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-cli-")); // no stray .env is read
 });
 afterAll(() => fs.rmSync(cwd, { recursive: true, force: true }));
