@@ -197,7 +197,7 @@ export const variables = {
   opencodeMaxRequests: int("OPENCODE_MAX_CONCURRENT_REQUESTS", 32, 0, 100_000, "Upstream calls in flight at once; more fail at once with UPSTREAM_BACKPRESSURE (0 = unlimited)."),
   opencodeMaxStreams: int("OPENCODE_MAX_CONCURRENT_STREAMS", 512, 0, 1_000_000, "A2A streams open at once (all share one upstream event connection); more fail with UPSTREAM_BACKPRESSURE (0 = unlimited)."),
   opencodeEventIdleTimeout: seconds("OPENCODE_EVENT_IDLE_TIMEOUT_SECONDS", 30, 1, 3_600, "The upstream event stream is reconnected when neither an event nor a heartbeat (every 10 s) arrives for this long."),
-  opencodeEventReconnectMax: seconds("OPENCODE_EVENT_RECONNECT_MAX_SECONDS", 5, 0.1, 300, "Upper bound of the event stream's reconnect backoff (starts at 0.25 s, doubles, full jitter)."),
+  opencodeEventReconnectMax: seconds("OPENCODE_EVENT_RECONNECT_MAX_SECONDS", 5, 0.1, 300, "Upper bound of the event stream's reconnect backoff (starts at 0.25 s, doubles, randomised between half and all of the step)."),
   opencodeEventBufferLimit: int("OPENCODE_EVENT_BUFFER_LIMIT", 10_000, 16, 10_000_000, "Events buffered per subscriber; a subscriber that falls further behind is ended with UPSTREAM_BACKPRESSURE."),
   opencodeBinary: str("OPENCODE_BINARY", undefined, "Managed mode: path of the `opencode` binary; default the platform binary of the `opencode-ai` dependency."),
   opencodePort: int("OPENCODE_MANAGED_PORT", 0, 0, 65535, "Managed mode: port for `opencode serve` (0 lets OpenCode choose; it is read from its output)."),

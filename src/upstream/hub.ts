@@ -14,7 +14,7 @@
 //     event log), so a consumer resynchronises from snapshots (GET /session/{id}/message) on `reconnected`;
 //   - its buffer is bounded (OPENCODE_EVENT_BUFFER_LIMIT); a subscriber that falls that far behind is ended
 //     with UPSTREAM_BACKPRESSURE rather than silently losing events.
-// The connection reconnects with exponential backoff and full jitter, and is considered dead when neither an
+// The connection reconnects with exponential backoff and jitter, and is considered dead when neither an
 // event nor OpenCode's 10 s `server.heartbeat` arrives within the idle timeout.
 import type { Logger } from "pino";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
@@ -426,7 +426,7 @@ export class EventHub {
       this.#onDown(failure);
       const base = Math.min(this.#opts.reconnectMaxMs, this.#opts.reconnectInitialMs * 2 ** Math.min(attempt, 20));
       attempt++;
-      // Full jitter: every gateway reconnecting to a restarted OpenCode does not hit it at the same instant.
+      // Equal jitter (half fixed, half random): gateways reconnecting to a restarted OpenCode spread out.
       const delay = Math.round(base / 2 + ((this.#opts.random ?? Math.random)() * base) / 2);
       this.#state = "backoff";
       await new Promise<void>((resolve) => {

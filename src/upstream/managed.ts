@@ -119,10 +119,21 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
 
   /** Spawns OpenCode and resolves with its URL once it listens and answers /global/health. */
   async start(): Promise<string> {
-    if (this.#stopping) throw new Error("managed opencode is stopped");
-    const { child, url } = await this.#spawnOnce(this.#port);
-    this.#watch(child);
-    return url;
+    let lastError: unknown = new Error("managed opencode is stopped");
+    // `--port 0` means "4096 if free": two servers starting at once can race for it and one exits before it
+    // listens. Such an early exit is retried; a missing binary or a timeout is not.
+    for (let attempt = 1; attempt <= 3 && !this.#stopping; attempt++) {
+      try {
+        const { child, url } = await this.#spawnOnce(this.#port);
+        this.#watch(child);
+        return url;
+      } catch (error) {
+        lastError = error;
+        if (!(error instanceof Error && / before listening/.test(error.message))) break;
+        await new Promise((r) => setTimeout(r, 250 * attempt));
+      }
+    }
+    throw lastError;
   }
 
   async #spawnOnce(port: number): Promise<{ child: ChildProcess; url: string }> {
