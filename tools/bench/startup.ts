@@ -1,8 +1,10 @@
 // Startup benchmark: process start → first successful public agent card response, for the built gateway
 // (`node bin/opencode-a2a.js serve`), against a baseline measured in the same run: a bare `node:http` server
 // answering the same request. Prints medians and the ratio. Bounded: RUNS runs, each with a 20 s cap.
+// The gateway points at the stub OpenCode (OPENCODE_BASE_URL), so OpenCode's own start-up is not measured.
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { startStubUpstream } from "../upstream/stub.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
@@ -18,7 +20,7 @@ async function once(cmd: string, args: string[]): Promise<number> {
   const started = performance.now();
   const child = spawn(cmd, args, {
     cwd: root,
-    env: { ...process.env, A2A_BEARER_TOKEN: "bench-token-123456", A2A_PORT: "0", A2A_LOG_LEVEL: "silent" },
+    env: { ...process.env, A2A_BEARER_TOKEN: "bench-token-123456", A2A_PORT: "0", A2A_LOG_LEVEL: "silent", OPENCODE_BASE_URL: stub.url },
     stdio: ["ignore", "pipe", "inherit"],
   });
   try {
@@ -55,6 +57,7 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
+const stub = await startStubUpstream();
 const gateway: number[] = [];
 const baseline: number[] = [];
 for (let i = 0; i < RUNS; i++) {
@@ -67,3 +70,4 @@ console.log(`startup (process start → first 200 card), ${RUNS} runs, node ${pr
 console.log(`  baseline node:http  median ${b.toFixed(0)} ms  [${baseline.map((x) => x.toFixed(0)).join(", ")}]`);
 console.log(`  opencode-a2a        median ${g.toFixed(0)} ms  [${gateway.map((x) => x.toFixed(0)).join(", ")}]`);
 console.log(`  ratio gateway/baseline: ${(g / b).toFixed(2)}x`);
+await stub.close();
