@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config/index.js";
 import { createGateway, type Gateway } from "../../src/server/app.js";
+import type { Upstream } from "../../src/upstream/index.js";
 
 export const TEST_TOKEN = "test-token-5f1c2a9e7d3b4c6a";
 
@@ -17,11 +18,15 @@ export interface StartedGateway {
 
 export interface StartOptions {
   logger?: Logger;
+  /** An OpenCode link (src/upstream) for /health and the task runtime. */
+  upstream?: Upstream;
 }
 
 export async function startGateway(env: Record<string, string> = {}, options: StartOptions = {}): Promise<StartedGateway> {
   const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, ...env });
-  const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }));
+  const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
+    ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+  });
   const server = http.createServer(gateway.app.callback());
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
