@@ -38,20 +38,23 @@ function str(name: string, def: string | undefined, description: string, secret 
   };
 }
 
-function int(name: string, def: number, min: number, max: number, description: string): Variable<number> {
-  return {
+function bounded(pattern: RegExp, what: string) {
+  return (name: string, def: number, min: number, max: number, description: string): Variable<number> => ({
     name,
     defaultText: String(def),
     description,
     parse(raw) {
       if (raw === undefined || raw.trim() === "") return def;
-      if (!/^-?\d+$/.test(raw.trim())) fail(name, raw, `an integer in ${min}..${max}`);
-      const n = Number(raw.trim());
-      if (n < min || n > max) fail(name, raw, `an integer in ${min}..${max}`);
+      const v = raw.trim();
+      const n = Number(v);
+      if (!pattern.test(v) || n < min || n > max) fail(name, raw, `${what} in ${min}..${max}`);
       return n;
     },
-  };
+  });
 }
+
+const int = bounded(/^-?\d+$/, "an integer");
+const seconds = bounded(/^\d+(\.\d+)?$/, "a number of seconds");
 
 function bool(name: string, def: boolean, description: string): Variable<boolean> {
   return {
@@ -122,22 +125,6 @@ function url(name: string, def: string | undefined, description: string): Variab
       }
       if (u.protocol !== "http:" && u.protocol !== "https:") fail(name, v, "an absolute http(s) URL");
       return v.replace(/\/+$/, "");
-    },
-  };
-}
-
-function seconds(name: string, def: number, min: number, max: number, description: string): Variable<number> {
-  return {
-    name,
-    defaultText: String(def),
-    description,
-    parse(raw) {
-      if (raw === undefined || raw.trim() === "") return def;
-      const v = raw.trim();
-      if (!/^\d+(\.\d+)?$/.test(v)) fail(name, raw, `a number of seconds in ${min}..${max}`);
-      const n = Number(v);
-      if (n < min || n > max) fail(name, raw, `a number of seconds in ${min}..${max}`);
-      return n;
     },
   };
 }

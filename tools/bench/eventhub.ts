@@ -8,12 +8,12 @@
 // Prints events/s delivered, bytes per subscription and the ratios. Bounded: BENCH_RUNS runs, 120 s overall.
 //
 //   npm run bench:eventhub      (node --expose-gc --import tsx tools/bench/eventhub.ts)
-import { spawn } from "node:child_process";
 import path from "node:path";
 import { createClient } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
 import { EventHub, type Subscription } from "../../src/upstream/hub.js";
+import { spawnListening, stopProcess } from "./listening.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 1000);
@@ -41,30 +41,12 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
 
 async function startStub(): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(root, "tools/upstream/stub.ts"), "--port", "0", "--heartbeat-ms", "10000"], {
-    cwd: root,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = "";
-    const timer = setTimeout(() => reject(new Error("stub did not start within 20 s")), 20_000);
-    child.stdout!.on("data", (d: Buffer) => {
-      buf += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(buf);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`stub exited with ${code}`)));
-  });
-  return {
-    url,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await new Promise((r) => child.once("exit", r));
-    },
-  };
+  const { child, url } = await spawnListening(
+    process.execPath,
+    ["--import", "tsx", path.join(root, "tools/upstream/stub.ts"), "--port", "0", "--heartbeat-ms", "10000"],
+    { cwd: root },
+  );
+  return { url, stop: () => stopProcess(child) };
 }
 
 const sessions = Array.from({ length: SUBSCRIPTIONS }, (_, i) => `ses_bench${String(i).padStart(6, "0")}`);

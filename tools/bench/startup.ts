@@ -2,9 +2,9 @@
 // (`node bin/opencode-a2a.js serve`), against a baseline measured in the same run: a bare `node:http` server
 // answering the same request. Prints medians and the ratio. Bounded: RUNS runs, each with a 20 s cap.
 // The gateway points at the stub OpenCode (OPENCODE_BASE_URL), so OpenCode's own start-up is not measured.
-import { spawn } from "node:child_process";
 import path from "node:path";
 import { startStubUpstream } from "../upstream/stub.js";
+import { spawnListening, stopProcess } from "./listening.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
@@ -18,25 +18,11 @@ process.on("SIGTERM", () => process.exit(0));
 
 async function once(cmd: string, args: string[]): Promise<number> {
   const started = performance.now();
-  const child = spawn(cmd, args, {
+  const { child, url } = await spawnListening(cmd, args, {
     cwd: root,
     env: { ...process.env, A2A_BEARER_TOKEN: "bench-token-123456", A2A_PORT: "0", A2A_LOG_LEVEL: "silent", OPENCODE_BASE_URL: stub.url },
-    stdio: ["ignore", "pipe", "inherit"],
   });
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("no listening line within 20 s")), 20_000);
-      let buf = "";
-      child.stdout!.on("data", (d: Buffer) => {
-        buf += d.toString();
-        const m = /listening on (http:\/\/\S+)/.exec(buf);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      });
-      child.once("exit", (code) => reject(new Error(`exited with ${code}`)));
-    });
     for (let i = 0; i < 2000; i++) {
       const res = await fetch(`${url}/.well-known/agent-card.json`).catch(() => undefined);
       if (res?.ok) {
@@ -47,8 +33,7 @@ async function once(cmd: string, args: string[]): Promise<number> {
     }
     throw new Error("card never answered 200");
   } finally {
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
+    await stopProcess(child);
   }
 }
 
