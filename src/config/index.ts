@@ -2,6 +2,7 @@
 // the README's configuration table is checked against this list by test/unit/config.test.ts.
 import fs from "node:fs";
 import type { ProtocolLine } from "../contract/catalog.js";
+import { DEFAULT_TASK_STORE_DATABASE_URL, parseStoreUrl } from "../storage/url.js";
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -189,6 +190,23 @@ export const variables = {
   opencodeBinary: str("OPENCODE_BINARY", undefined, "Managed mode: path of the `opencode` binary; default the platform binary of the `opencode-ai` dependency."),
   opencodePort: int("OPENCODE_MANAGED_PORT", 0, 0, 65535, "Managed mode: port for `opencode serve` (0 lets OpenCode choose; it is read from its output)."),
   opencodeStartTimeout: seconds("OPENCODE_START_TIMEOUT_SECONDS", 60, 1, 600, "Managed mode: time allowed for `opencode serve` to print its listening line and answer /global/health."),
+  taskStoreBackend: oneOf("A2A_TASK_STORE_BACKEND", ["database", "sqlite", "memory"] as const, "database", "`database` (SQLite, durable) or `memory` (ephemeral runs)."),
+  taskStoreUrl: {
+    ...str("A2A_TASK_STORE_DATABASE_URL", DEFAULT_TASK_STORE_DATABASE_URL, "SQLite location: `sqlite:///relative.db`, `sqlite:////absolute.db` (`sqlite+aiosqlite:///…` accepted), `sqlite:///:memory:`."),
+    parse(raw: string | undefined): string {
+      const value = raw === undefined || raw.trim() === "" ? DEFAULT_TASK_STORE_DATABASE_URL : raw.trim();
+      try {
+        parseStoreUrl(value);
+      } catch (error) {
+        throw new Error(error instanceof Error ? error.message : String(error));
+      }
+      return value;
+    },
+  },
+  pendingClaimTtl: seconds("A2A_PENDING_SESSION_CLAIM_TTL_SECONDS", 30, 1, 86_400, "How long an explicit `metadata.shared.session.id` is reserved for its caller before its first turn succeeds."),
+  cancelAbortTimeout: seconds("A2A_CANCEL_ABORT_TIMEOUT_SECONDS", 2, 0.1, 300, "Cancel answers at once; the upstream abort is given this long."),
+  turnReconnectGrace: seconds("A2A_TURN_RECONNECT_GRACE_SECONDS", 30, 1, 3_600, "A running task whose upstream event stream is lost fails if it is not back within this time."),
+  metricsEnabled: bool("A2A_METRICS_ENABLED", true, "Serve Prometheus metrics at `GET /metrics` (authenticated)."),
   sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
   sandboxFilesystemScope: oneOf("A2A_SANDBOX_FILESYSTEM_SCOPE", FS_SCOPES, "unknown", "Declared filesystem scope."),
   sandboxWritableRoots: list("A2A_SANDBOX_WRITABLE_ROOTS", "Declared writable roots (CSV or JSON array)."),

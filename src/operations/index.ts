@@ -5,6 +5,8 @@
 import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
 import type { Principal } from "../auth/index.js";
+import type { TaskRuntime } from "../runtime/tasks.js";
+import { taskHandlers } from "./tasks.js";
 
 export interface Call {
   line: ProtocolLine;
@@ -17,6 +19,8 @@ export type MethodHandler = (params: Record<string, unknown>, call: Call) => Pro
 
 export interface OperationDeps {
   extendedCard(line: ProtocolLine): Record<string, unknown>;
+  /** The task runtime; without one (no OpenCode upstream) task operations answer UPSTREAM_UNREACHABLE. */
+  tasks?: TaskRuntime;
 }
 
 function notImplemented(m: MethodEntry): MethodHandler {
@@ -33,8 +37,17 @@ const pushNotSupported: MethodHandler = async () => {
 };
 
 /** Handlers for logical core operations that are implemented in this build. */
+const noUpstream: MethodHandler = async () => {
+  throw new A2AError("UPSTREAM_UNREACHABLE", "This gateway runs without an OpenCode upstream", { detail: "no upstream configured" });
+};
+
 function coreHandlers(deps: OperationDeps): Record<string, MethodHandler> {
+  const tasks =
+    deps.tasks === undefined
+      ? Object.fromEntries(["send", "stream", "get", "list", "cancel", "subscribe"].map((op) => [op, noUpstream]))
+      : taskHandlers(deps.tasks);
   return {
+    ...tasks,
     "extended-card": async (_params, call) => deps.extendedCard(call.line),
     "push.set": pushNotSupported,
     "push.get": pushNotSupported,

@@ -18,6 +18,12 @@ import { requestBody } from "./middleware/body.js";
 import { errorBoundary } from "./middleware/errors.js";
 import { versionNegotiation } from "./middleware/version.js";
 import type { Upstream } from "../upstream/index.js";
+import { randomUUID } from "node:crypto";
+import { hasScope, type Principal } from "../auth/index.js";
+import { SessionResolver } from "../bridge/sessions.js";
+import { Metrics } from "../runtime/metrics.js";
+import { TaskRuntime } from "../runtime/tasks.js";
+import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import type { RequestState } from "./state.js";
 
 export interface Gateway {
@@ -27,6 +33,10 @@ export interface Gateway {
   discovery: Discovery;
   auth: CredentialResolver;
   upstream: Upstream | undefined;
+  runtime: TaskRuntime | undefined;
+  metrics: Metrics;
+  /** Ends live streams and closes the store the gateway opened itself. */
+  close(): void;
 }
 
 export function deploymentFacts(config: Config): DeploymentFacts {
@@ -75,8 +85,36 @@ function requestLog(log: Logger) {
 
 export interface GatewayDeps {
   catalog?: Catalog;
-  /** The OpenCode link (src/upstream); absent in contract-only setups. */
+  /** The OpenCode link (src/upstream); absent in contract-only setups (task operations then answer UPSTREAM_UNREACHABLE). */
   upstream?: Upstream;
+  /** The store; default: opened from the configuration when there is an upstream. */
+  storage?: Storage;
+}
+
+/** Tasks a previous process left running cannot be continued: they end as failed, with the reason. */
+function failOrphanedTasks(storage: Storage, log: Logger): number {
+  let failed = 0;
+  for (const state of ["submitted", "working", "input-required", "auth-required"] as const) {
+    for (let guard = 0; guard < 10_000; guard++) {
+      const page = storage.tasks.list(undefined, { state, pageSize: 100 });
+      if (page.tasks.length === 0) break;
+      for (const task of page.tasks) {
+        const reason = "The gateway restarted while this task was running; its turn cannot be continued.";
+        storage.tasks.save({
+          ...task,
+          status: {
+            state: "failed",
+            timestamp: new Date().toISOString(),
+            message: { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text: reason }], taskId: task.id, contextId: task.contextId },
+          },
+          metadata: { ...(task.metadata ?? {}), error: { type: "GATEWAY_RESTARTED", message: reason } },
+        });
+        failed++;
+      }
+    }
+  }
+  if (failed > 0) log.warn({ failed }, "tasks left running by a previous process were marked failed");
+  return failed;
 }
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
@@ -98,7 +136,33 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       ...(config.documentationUrl ? { documentationUrl: config.documentationUrl } : {}),
     },
   });
-  const registry = buildMethodRegistry(catalog, { extendedCard: (line) => discovery.cardObject(line, true) });
+  let runtime: TaskRuntime | undefined;
+  let storage = deps.storage;
+  const ownsStorage = storage === undefined && deps.upstream !== undefined;
+  const metrics = new Metrics({
+    ...(deps.upstream === undefined ? {} : { streamRetries: () => deps.upstream!.hub.status().reconnects }),
+  });
+  if (deps.upstream !== undefined) {
+    storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl });
+    failOrphanedTasks(storage, log);
+    const upstream = deps.upstream;
+    runtime = new TaskRuntime({
+      store: storage.tasks,
+      upstream: upstream.client,
+      hub: upstream.hub,
+      sessions: new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000),
+      routing: { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride },
+      metrics,
+      log: log.child({ component: "tasks" }),
+      cancelAbortTimeoutMs: config.cancelAbortTimeout * 1000,
+      turnTimeoutMs: config.opencodeStreamTimeout * 1000,
+      reconnectGraceMs: config.turnReconnectGrace * 1000,
+    });
+  }
+  const registry = buildMethodRegistry(catalog, {
+    extendedCard: (line) => discovery.cardObject(line, true),
+    ...(runtime === undefined ? {} : { tasks: runtime }),
+  });
   await preloadValidators([
     ...catalog.methods.map((m) => m.params_schema),
     ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : [])),
@@ -106,6 +170,14 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
 
   const router = new Router();
   discovery.register(router);
+  router.get("/metrics", async (ctx) => {
+    if (!config.metricsEnabled) throw new A2AError("ROUTE_NOT_FOUND", "Metrics are disabled (A2A_METRICS_ENABLED=false)", { path: ctx.path, method: ctx.method });
+    const principal = (ctx.state as RequestState).principal as Principal;
+    if (!hasScope(principal, "agents.read"))
+      throw new A2AError("SCOPE_INSUFFICIENT", "GET /metrics needs the agents.read scope", { method: "GET /metrics", required_scope: "agents.read" });
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
   router.post("/", createJsonRpcEndpoint({ catalog, facts, registry, log }));
   registerRestRoutes(router, { catalog, registry });
 
@@ -137,7 +209,20 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       }, { headers: { Allow: allowed.join(", ") } });
     throw new A2AError("ROUTE_NOT_FOUND", `No route ${ctx.method} ${ctx.path}`, { path: ctx.path, method: ctx.method });
   });
-  return { app, router, registry, discovery, auth, upstream: deps.upstream };
+  return {
+    app,
+    router,
+    registry,
+    discovery,
+    auth,
+    upstream: deps.upstream,
+    runtime,
+    metrics,
+    close() {
+      runtime?.shutdown();
+      if (ownsStorage) storage?.close();
+    },
+  };
 }
 
 export { koaPath };

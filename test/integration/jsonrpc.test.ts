@@ -135,9 +135,9 @@ describe("method resolution", () => {
   // (PascalCase) method runs on 1.0 and answers in the 1.0 shape, but the response header still says
   // `A2A-Version: 0.3` (the default line), so a client that reads the header parses the body with the wrong line.
   it("without A2A-Version the response header names the line the body speaks", async () => {
-    const pending10 = pending.find(([line, , m]) => line === "1.0" && m.surface === "core")!;
-    const res = await rpc(gw.url, req(pending10[1], sample(pending10[2].params_schema)));
-    await expectRpcError(res, "1.0", "NOT_IMPLEMENTED", { id: 1 });
+    // This gateway has no OpenCode upstream: GetTask gets past validation and answers UPSTREAM_UNREACHABLE.
+    const res = await rpc(gw.url, req("GetTask", { id: "t" }));
+    await expectRpcError(res, "1.0", "UPSTREAM_UNREACHABLE", { id: 1 });
     expect(res.headers.get("a2a-version")).toBe("1.0");
   });
 
@@ -196,7 +196,7 @@ describe("params", () => {
 
   it("snake_case params of core methods are accepted (ProtoJSON)", async () => {
     const res = await rpc(gw.url, req("tasks/get", { id: "t", history_length: 2 }));
-    await expectRpcError(res, "0.3", "NOT_IMPLEMENTED", { id: 1 }); // got past validation
+    await expectRpcError(res, "0.3", "UPSTREAM_UNREACHABLE", { id: 1 }); // got past validation (no upstream here)
     const bad = await rpc(gw.url, req("tasks/get", { id: "t", history_length: -1 }));
     await expectRpcError(bad, "0.3", "INVALID_PARAMS", { id: 1 });
   });
@@ -237,7 +237,7 @@ describe("notifications and batches", () => {
     await expectValid("v0_3/AgentCard", res.body[0].result);
     const codes = res.body.slice(1).map((r: { error: { code: number } }) => r.error.code);
     const code = (reason: string) => catalog.errors["0.3"].find((e) => e.reason === reason)!.code;
-    expect(codes).toEqual([code("METHOD_NOT_SUPPORTED"), code("INVALID_REQUEST"), code("NOT_IMPLEMENTED"), code("INVALID_PARAMS")]);
+    expect(codes).toEqual([code("METHOD_NOT_SUPPORTED"), code("INVALID_REQUEST"), code("UPSTREAM_UNREACHABLE"), code("INVALID_PARAMS")]);
   });
 
   it("a batch of notifications only → 204", async () => {

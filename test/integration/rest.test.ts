@@ -28,6 +28,9 @@ function lineOf(path: string, asked: ProtocolLine | undefined): ProtocolLine {
 function expectedReason(route: (typeof a2a)[number], line: ProtocolLine): string | null {
   const method = methodForOperation(catalog, line, route.operation!)!;
   if (method.not_implemented_until) return "NOT_IMPLEMENTED";
+  // This gateway runs without an OpenCode upstream: task operations get past routing and validation, then answer
+  // UPSTREAM_UNREACHABLE (test/integration/tasks*.test.ts drive them against the stub).
+  if (["send", "stream", "get", "list", "cancel", "subscribe"].includes(method.operation ?? "")) return "UPSTREAM_UNREACHABLE";
   if (method.operation?.startsWith("push.")) return "PUSH_NOTIFICATION_NOT_SUPPORTED";
   return null;
 }

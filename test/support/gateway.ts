@@ -40,6 +40,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
     server,
     close: () =>
       new Promise<void>((resolve) => {
+        gateway.close();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

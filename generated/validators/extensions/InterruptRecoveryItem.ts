@@ -27,3 +27,6 @@ const check_7 = ((context, value) => ((typeof value === "object" && value !== nu
 const check_8 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("label" in value && (((((context.Push() && typeof value.label === "string") && context.Pop()) && context.AddKey("label")) && (value.description === undefined || (!("description" in value) || (((context.Push() && typeof value.description === "string") && context.Pop()) && context.AddKey("description"))))) && (value.value === undefined || (!("value" in value) || (((context.Push() && typeof value.value === "string") && context.Pop()) && context.AddKey("value"))))))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+import { Format as __Format } from "typebox/format"
+External = [__Format.IsDateTime]

@@ -35,3 +35,5 @@ const check_11 = ((context, value) => ((typeof value === "object" && value !== n
 const check_12 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && true) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_3, unique_4], _) => ((keys.has(unique_3) || (true && context.AddKey(unique_3))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+External = [new RegExp("^msg", "u")]

@@ -15,3 +15,5 @@ const check_1 = ((context, value) => ((typeof value === "object" && value !== nu
 const check_2 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ((("type" in value && "mime" in value) && "url" in value) && ((((((context.Push() && (typeof value.type === "string" && value.type === "file")) && context.Pop()) && context.AddKey("type")) && (((context.Push() && (typeof value.mime === "string" && (value.mime.length >= 2 || (value.mime.length >= 1 && Guard.CodePointCount(value.mime) >= 1)))) && context.Pop()) && context.AddKey("mime"))) && (((context.Push() && (typeof value.url === "string" && (value.url.length >= 2 || (value.url.length >= 1 && Guard.CodePointCount(value.url) >= 1)))) && context.Pop()) && context.AddKey("url"))) && (value.filename === undefined || (!("filename" in value) || (((context.Push() && typeof value.filename === "string") && context.Pop()) && context.AddKey("filename"))))))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+External = [new RegExp("^msg", "u")]

@@ -79,3 +79,5 @@ const check_33 = ((context, value) => ((typeof value === "object" && value !== n
 const check_34 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && true) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_16, unique_17], _) => ((keys.has(unique_16) || (true && context.AddKey(unique_16))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+External = [new RegExp("^msg", "u")]

@@ -13,3 +13,6 @@ const check_0 = ((context, value) => ((typeof value === "object" && value !== nu
 const check_1 = ((context, value) => (typeof value === "string" && ((((((((value === "TASK_STATE_UNSPECIFIED" || value === "TASK_STATE_SUBMITTED") || value === "TASK_STATE_WORKING") || value === "TASK_STATE_COMPLETED") || value === "TASK_STATE_FAILED") || value === "TASK_STATE_CANCELED") || value === "TASK_STATE_INPUT_REQUIRED") || value === "TASK_STATE_REJECTED") || value === "TASK_STATE_AUTH_REQUIRED")));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+import { Format as __Format } from "typebox/format"
+External = [__Format.IsDateTime]

@@ -51,3 +51,6 @@ const check_19 = ((context, value) => ((typeof value === "object" && value !== n
 const check_20 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && true) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_23, unique_24], _) => ((keys.has(unique_23) || (true && context.AddKey(unique_23))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+import { Format as __Format } from "typebox/format"
+External = [__Format.IsDateTime]

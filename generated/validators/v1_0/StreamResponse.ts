@@ -73,3 +73,6 @@ const check_30 = ((context, value) => ((typeof value === "object" && value !== n
 const check_31 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && true) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_31, unique_32], _) => ((keys.has(unique_31) || (true && context.AddKey(unique_31))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+import { Format as __Format } from "typebox/format"
+External = [__Format.IsDateTime, __Format.IsDateTime]

@@ -43,3 +43,6 @@ const check_15 = ((context, value) => (((typeof value === "object" && value !== 
 const check_16 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && true) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_13, unique_14], _) => ((keys.has(unique_13) || (true && context.AddKey(unique_13))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+import { Format as __Format } from "typebox/format"
+External = [__Format.IsDateTime]

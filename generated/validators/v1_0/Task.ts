@@ -49,3 +49,6 @@ const check_18 = ((context, value) => ((typeof value === "object" && value !== n
 const check_19 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && true) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_22, unique_23], _) => ((keys.has(unique_22) || (true && context.AddKey(unique_22))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+import { Format as __Format } from "typebox/format"
+External = [__Format.IsDateTime]

@@ -37,3 +37,6 @@ const check_12 = ((context, value) => (((typeof value === "object" && value !== 
 const check_13 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && true) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_9, unique_10], _) => ((keys.has(unique_9) || (true && context.AddKey(unique_9))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
+
+import { Format as __Format } from "typebox/format"
+External = [__Format.IsDateTime]

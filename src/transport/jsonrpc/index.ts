@@ -11,9 +11,12 @@ import { hasScope, type Principal } from "../../auth/index.js";
 import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
 import type { MethodHandler } from "../../operations/index.js";
 import type { RequestState } from "../../server/state.js";
+import { EventStream, sendEventStream } from "../sse.js";
 
 type Id = string | number | null;
 type Response = { jsonrpc: "2.0"; id: Id; result: unknown } | { jsonrpc: "2.0"; id: Id; error: unknown };
+/** A streaming call: the SSE body is written by the endpoint with the request's id in every event. */
+type Streaming = { stream: EventStream; id: Id; line: ProtocolLine };
 
 export interface JsonRpcDeps {
   catalog: Catalog;
@@ -57,7 +60,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     return m;
   }
 
-  async function callOne(raw: unknown, state: RequestState, inBatch: boolean, onLine?: (line: ProtocolLine) => void): Promise<Response | null> {
+  async function callOne(raw: unknown, state: RequestState, inBatch: boolean, onLine?: (line: ProtocolLine) => void): Promise<Response | Streaming | null> {
     let id: Id = null;
     let line = state.line;
     let notification = false;
@@ -87,6 +90,11 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
       const result = await handler(params, { line, principal, transport: "jsonrpc", method });
+      if (result instanceof EventStream) {
+        // A notification cannot receive a stream: release it at once.
+        if (notification) result.close();
+        return notification ? null : { stream: result, id, line };
+      }
       return notification ? null : { jsonrpc: "2.0", id, result: result ?? null };
     } catch (raw) {
       if (!(raw instanceof A2AError)) deps.log.error({ err: raw }, "JSON-RPC handler failed");
@@ -109,13 +117,22 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
         ctx.body = { jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, invalidRequest("empty batch")) };
         return;
       }
-      const responses = (await Promise.all(body.map((r) => callOne(r, state, true)))).filter((r): r is Response => r !== null);
+      const responses = (await Promise.all(body.map((r) => callOne(r, state, true)))).filter((r): r is Response => r !== null && !("stream" in r));
       if (responses.length === 0) ctx.status = 204;
       else ctx.body = responses;
       return;
     }
     const response = await callOne(body, state, false, (line) => ctx.set("A2A-Version", line));
     if (response === null) ctx.status = 204;
-    else ctx.body = response;
+    else if ("stream" in response) {
+      const { id, line } = response;
+      sendEventStream(ctx, response.stream, {
+        event: (result) => ({ jsonrpc: "2.0", id, result }),
+        error: (error) => {
+          if (!(error instanceof A2AError)) deps.log.error({ err: error }, "JSON-RPC stream failed");
+          return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(error)) };
+        },
+      });
+    } else ctx.body = response;
   };
 }

@@ -5,12 +5,14 @@
 import type Router from "@koa/router";
 import type { Context, Next } from "koa";
 import type { Catalog, ProtocolLine, RouteEntry } from "../../contract/catalog.js";
-import { A2AError } from "../../contract/errors.js";
+import { A2AError, toA2AError } from "../../contract/errors.js";
 import { invalidParams, validate } from "../../contract/validate.js";
 import { camelizeKeys } from "../../protocol/keys.js";
 import { hasScope, type Principal } from "../../auth/index.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
 import type { RequestState } from "../../server/state.js";
+import { restError } from "../../protocol/errors.js";
+import { EventStream, sendEventStream } from "../sse.js";
 
 export interface RestDeps {
   catalog: Catalog;
@@ -74,6 +76,13 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
       const result = await handler(routeParams(ctx, body), { line, principal, transport: "rest", method });
+      if (result instanceof EventStream) {
+        sendEventStream(ctx, result, {
+          event: (value) => value,
+          error: (error) => restError(line, toA2AError(error)).body,
+        });
+        return;
+      }
       ctx.status = 200;
       ctx.body = result ?? {};
     });

@@ -1,0 +1,144 @@
+// The gateway's one internal model of A2A tasks, messages, parts, artifacts and stream events. Every protocol line
+// and transport is a codec over it (src/protocol/codec/*): 0.3 JSON-RPC (`kind` shapes, lowercase states),
+// 0.3 REST (ProtoJSON with `content`, `ROLE_*`, `TASK_STATE_*`), 1.0 (ProtoJSON, oneof parts, wrappers).
+// The task store keeps these objects (compact snapshots), the runtime produces them, the codecs shape them.
+
+/** Task states (A2A 0.3 names; 1.0 maps them to TASK_STATE_*). */
+export type TaskState =
+  | "submitted"
+  | "working"
+  | "input-required"
+  | "completed"
+  | "canceled"
+  | "failed"
+  | "rejected"
+  | "auth-required"
+  | "unknown";
+
+export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(["completed", "canceled", "failed", "rejected"]);
+/** States in which a task waits for its client (the turn is paused, not over). */
+export const INTERRUPTED_STATES: ReadonlySet<TaskState> = new Set(["input-required", "auth-required"]);
+
+export const isTerminal = (state: TaskState): boolean => TERMINAL_STATES.has(state);
+
+export type Role = "user" | "agent";
+
+export type Metadata = Record<string, unknown>;
+
+/** File content: inline base64 bytes or a URI (exactly one). */
+export interface FileContent {
+  bytes?: string;
+  uri?: string;
+  mimeType?: string;
+  name?: string;
+}
+
+export type Part =
+  | { kind: "text"; text: string; metadata?: Metadata }
+  | { kind: "file"; file: FileContent; metadata?: Metadata }
+  | { kind: "data"; data: unknown; metadata?: Metadata };
+
+export interface Message {
+  messageId: string;
+  role: Role;
+  parts: Part[];
+  taskId?: string;
+  contextId?: string;
+  metadata?: Metadata;
+  extensions?: string[];
+  referenceTaskIds?: string[];
+}
+
+export interface TaskStatus {
+  state: TaskState;
+  message?: Message;
+  /** ISO 8601 UTC. */
+  timestamp: string;
+}
+
+export interface Artifact {
+  artifactId: string;
+  name?: string;
+  description?: string;
+  parts: Part[];
+  metadata?: Metadata;
+  extensions?: string[];
+}
+
+export interface Task {
+  id: string;
+  contextId: string;
+  status: TaskStatus;
+  artifacts?: Artifact[];
+  history?: Message[];
+  metadata?: Metadata;
+}
+
+export interface StatusUpdateEvent {
+  kind: "status-update";
+  taskId: string;
+  contextId: string;
+  status: TaskStatus;
+  /** 0.3 only on the wire: the last event of the stream. */
+  final: boolean;
+  metadata?: Metadata;
+}
+
+export interface ArtifactUpdateEvent {
+  kind: "artifact-update";
+  taskId: string;
+  contextId: string;
+  artifact: Artifact;
+  /** Append these parts to the artifact with the same id (else replace it). */
+  append?: boolean;
+  lastChunk?: boolean;
+  metadata?: Metadata;
+}
+
+/** What a stream carries: the task first, then updates; a bare message only when no task was created. */
+export type StreamEvent =
+  | { kind: "task"; task: Task }
+  | { kind: "message"; message: Message }
+  | StatusUpdateEvent
+  | ArtifactUpdateEvent;
+
+/** The result of message/send: the task (or, for protocols that allow it, a direct message). */
+export type SendResult = { kind: "task"; task: Task } | { kind: "message"; message: Message };
+
+/** A push notification config as stored (the line's shape is the codec's business). */
+export interface PushConfig {
+  id: string;
+  taskId: string;
+  url: string;
+  token?: string;
+  authentication?: { schemes: string[]; credentials?: string };
+}
+
+/** Parameters of message/send and message/stream after decoding (either line). */
+export interface SendParams {
+  message: Message;
+  configuration?: {
+    acceptedOutputModes?: string[];
+    historyLength?: number;
+    /** false = return at once (0.3 `blocking: false`, 1.0 `returnImmediately: true`). */
+    blocking?: boolean;
+    pushNotificationConfig?: Omit<PushConfig, "taskId" | "id"> & { id?: string };
+  };
+  metadata?: Metadata;
+}
+
+export interface ListParams {
+  contextId?: string;
+  state?: TaskState;
+  /** 0.3 (seed 004) offset pagination. */
+  limit?: number;
+  offset?: number;
+  /** 1.0 token pagination. */
+  pageSize?: number;
+  pageToken?: string;
+  historyLength?: number;
+  statusTimestampAfter?: string;
+  includeArtifacts?: boolean;
+}
+
+export const now = (): string => new Date().toISOString();

@@ -1,0 +1,41 @@
+// Prometheus metrics (prom-client), one registry per gateway, served by GET /metrics. Names follow seed 000.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export type AbortOutcome = "success" | "timeout" | "error" | "not_attempted";
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly cancelRequests = new Counter({ name: "a2a_cancel_requests_total", help: "tasks/cancel and CancelTask requests", registers: [this.registry] });
+  readonly cancelAbortAttempts = new Counter({ name: "a2a_cancel_abort_attempt_total", help: "Upstream aborts attempted by a cancel", registers: [this.registry] });
+  readonly cancelAbortSuccess = new Counter({ name: "a2a_cancel_abort_success_total", help: "Upstream aborts that OpenCode confirmed", registers: [this.registry] });
+  readonly cancelAbortTimeout = new Counter({ name: "a2a_cancel_abort_timeout_total", help: "Upstream aborts that exceeded A2A_CANCEL_ABORT_TIMEOUT_SECONDS", registers: [this.registry] });
+  readonly cancelAbortError = new Counter({ name: "a2a_cancel_abort_error_total", help: "Upstream aborts that failed", registers: [this.registry] });
+  readonly cancelDuration = new Histogram({
+    name: "a2a_cancel_duration_ms",
+    help: "Time from a cancel request to its answer, by upstream abort outcome",
+    labelNames: ["abort_outcome"] as const,
+    buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
+    registers: [this.registry],
+  });
+  readonly streamRequests = new Counter({ name: "a2a_stream_requests_total", help: "Streams opened (message/stream, SendStreamingMessage, subscribe)", registers: [this.registry] });
+  readonly streamActive = new Gauge({ name: "a2a_stream_active", help: "Streams open now", registers: [this.registry] });
+  readonly toolCallChunks = new Counter({ name: "tool_call_chunks_emitted_total", help: "tool_call blocks emitted", registers: [this.registry] });
+  readonly interruptRequests = new Counter({ name: "interrupt_requests_total", help: "Interrupts (permission/question) asked", labelNames: ["type"] as const, registers: [this.registry] });
+  readonly interruptResolved = new Counter({ name: "interrupt_resolved_total", help: "Interrupts resolved", labelNames: ["type"] as const, registers: [this.registry] });
+  readonly tasksFinished = new Counter({ name: "a2a_tasks_finished_total", help: "Tasks that reached a terminal state", labelNames: ["state"] as const, registers: [this.registry] });
+
+  constructor(opts: { defaultMetrics?: boolean; streamRetries?: () => number } = {}) {
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    const retries = opts.streamRetries;
+    if (retries !== undefined) {
+      new Gauge({
+        name: "opencode_stream_retries_total",
+        help: "Reconnects of the shared upstream event stream",
+        registers: [this.registry],
+        collect() {
+          this.set(retries());
+        },
+      });
+    }
+  }
+}

@@ -1,0 +1,581 @@
+// The A2A task runtime: one class behind send / stream / get / list / cancel / subscribe of both protocol lines.
+//
+// A task's turn runs in the background as an OpenCode `prompt_async` on its session, observed through the shared
+// EventHub and mapped to A2A events by the StreamMapper. The live task keeps a compact snapshot (canonical
+// artifacts, no token fragments) and fans its events out, in one order, to every attached stream. The store
+// receives snapshots at state changes and at the end; the first terminal state wins (in SQL).
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import * as sdk from "../../generated/opencode/sdk.gen.js";
+import { A2AError } from "../contract/errors.js";
+import type { Principal } from "../auth/index.js";
+import { resolveRouting, type Routing, type RoutingPolicy } from "../bridge/directory.js";
+import { sessionTitle, toPromptParts, userText } from "../bridge/parts.js";
+import type { SessionResolver } from "../bridge/sessions.js";
+import { StreamMapper } from "../bridge/stream-mapper.js";
+import {
+  INTERRUPTED_STATES,
+  isTerminal,
+  now,
+  type Artifact,
+  type ArtifactUpdateEvent,
+  type ListParams,
+  type Message,
+  type Metadata,
+  type SendParams,
+  type StatusUpdateEvent,
+  type StreamEvent,
+  type Task,
+  type TaskState,
+} from "../protocol/model.js";
+import type { TaskRecord, TaskStore } from "../storage/tasks.js";
+import type { EventHub, Subscription } from "../upstream/hub.js";
+import type { UpstreamClient } from "../upstream/client.js";
+import { UpstreamError } from "../upstream/errors.js";
+import { FanOut, type EventQueue } from "./fanout.js";
+import type { AbortOutcome, Metrics } from "./metrics.js";
+
+export interface RuntimeOptions {
+  store: TaskStore;
+  upstream: UpstreamClient;
+  hub: EventHub;
+  sessions: SessionResolver;
+  routing: RoutingPolicy;
+  metrics: Metrics;
+  log: Pick<Logger, "info" | "warn" | "error" | "debug">;
+  /** A2A_CANCEL_ABORT_TIMEOUT_SECONDS in ms. */
+  cancelAbortTimeoutMs: number;
+  /** OPENCODE_TIMEOUT_STREAM in ms: the longest a turn may run (0 = no limit). */
+  turnTimeoutMs: number;
+  /** How long a turn waits for the upstream event stream to come back before it fails. */
+  reconnectGraceMs: number;
+}
+
+const TEXT_PLAIN = "text/plain";
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** An error of a task (A2A) turned into the metadata a failed task carries. */
+function errorMetadata(error: UpstreamError | A2AError): Metadata {
+  if (error instanceof UpstreamError) {
+    const a2a = error.toA2AError();
+    return {
+      error: {
+        type: a2a.reason,
+        kind: error.kind,
+        message: error.detail,
+        ...(error.status === undefined ? {} : { upstream_status: error.status }),
+        ...(error.upstreamName === undefined ? {} : { upstream_error: error.upstreamName }),
+      },
+    };
+  }
+  return { error: { type: error.reason, message: error.message } };
+}
+
+function mergeShared(metadata: Metadata | undefined, shared: Metadata): Metadata {
+  const base = metadata ?? {};
+  const current = isObject(base.shared) ? base.shared : {};
+  return { ...base, shared: { ...current, ...shared } };
+}
+
+/** Applies one artifact update to a compact artifact list (text parts of appends are concatenated). */
+export function applyArtifact(artifacts: Artifact[], update: ArtifactUpdateEvent): Artifact[] {
+  const index = artifacts.findIndex((a) => a.artifactId === update.artifact.artifactId);
+  if (index < 0 || update.append !== true) {
+    const next = [...artifacts];
+    if (index < 0) next.push(structuredClone(update.artifact));
+    else next[index] = structuredClone(update.artifact);
+    return next;
+  }
+  const current = artifacts[index] as Artifact;
+  const parts = [...current.parts];
+  for (const part of update.artifact.parts) {
+    const last = parts.at(-1);
+    if (last?.kind === "text" && part.kind === "text") parts[parts.length - 1] = { ...last, text: last.text + part.text };
+    else parts.push(structuredClone(part));
+  }
+  const next = [...artifacts];
+  next[index] = { ...current, parts, ...(update.artifact.metadata === undefined ? {} : { metadata: update.artifact.metadata }) };
+  return next;
+}
+
+class LiveTask {
+  readonly fanout = new FanOut();
+  readonly abort = new AbortController();
+  /** Resolves when the task is terminal or interrupted (what a blocking send waits for). */
+  readonly #waiters = new Set<() => void>();
+  sessionId: string | undefined;
+
+  constructor(
+    public task: Task,
+    readonly owner: string,
+    readonly routing: Routing,
+  ) {}
+
+  get state(): TaskState {
+    return this.task.status.state;
+  }
+
+  settled(): Promise<void> {
+    if (isTerminal(this.state) || INTERRUPTED_STATES.has(this.state)) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.add(resolve));
+  }
+
+  wake(): void {
+    if (!(isTerminal(this.state) || INTERRUPTED_STATES.has(this.state))) return;
+    for (const resolve of this.#waiters) resolve();
+    this.#waiters.clear();
+  }
+}
+
+export interface StreamHandle {
+  events: EventQueue;
+  /** Called when the client goes away. */
+  close(): void;
+}
+
+export class TaskRuntime {
+  readonly #live = new Map<string, LiveTask>();
+
+  constructor(private readonly opts: RuntimeOptions) {}
+
+  /** Tasks with a turn in progress. */
+  get active(): number {
+    return this.#live.size;
+  }
+
+  // ---- send / stream ------------------------------------------------------------------------------------------
+
+  /**
+   * message/send: starts (or continues) a task. Blocking (default) waits until the task is terminal or
+   * interrupted; non-blocking returns the working task at once.
+   */
+  async send(principal: Principal, params: SendParams): Promise<Task> {
+    const live = await this.#start(principal, params);
+    if (params.configuration?.blocking !== false) await live.settled();
+    return structuredClone(live.task);
+  }
+
+  /** message/stream: starts a task and returns its event stream (the Task first). */
+  async stream(principal: Principal, params: SendParams): Promise<StreamHandle> {
+    const live = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: structuredClone(l.task) }));
+    return this.#handle(live.queue);
+  }
+
+  #handle(events: EventQueue): StreamHandle {
+    this.opts.metrics.streamRequests.inc();
+    this.opts.metrics.streamActive.inc();
+    let closed = false;
+    return {
+      events,
+      close: () => {
+        if (closed) return;
+        closed = true;
+        this.opts.metrics.streamActive.dec();
+        void events.return();
+      },
+    };
+  }
+
+  async #start<T = undefined>(
+    principal: Principal,
+    params: SendParams,
+    attach?: (live: LiveTask) => T,
+  ): Promise<LiveTask & { queue: T }> {
+    const message = params.message;
+    const modes = params.configuration?.acceptedOutputModes;
+    if (modes !== undefined && modes.length > 0 && !modes.some((m) => m === TEXT_PLAIN || m === "text/*" || m === "*/*")) {
+      throw new A2AError("CONTENT_TYPE_NOT_SUPPORTED", "acceptedOutputModes must include text/plain", {
+        field: "configuration.acceptedOutputModes",
+      });
+    }
+    const acceptedOutputModes = modes !== undefined && modes.length > 0 ? modes : [TEXT_PLAIN, "application/json"];
+    const parts = toPromptParts(message); // refuses data parts before anything is created
+    const metadata = { ...(params.metadata ?? {}), ...(message.metadata ?? {}) };
+    const routing = resolveRouting(metadata, this.opts.routing);
+
+    let contextId = message.contextId;
+    if (message.taskId !== undefined) {
+      const previous = this.#visible(principal, message.taskId);
+      if (contextId !== undefined && contextId !== previous.task.contextId) {
+        throw new A2AError("INVALID_PARAMS", `contextId ${contextId} does not match task ${message.taskId}`, { field: "message.contextId" }, {
+          fieldViolations: [{ field: "message.contextId", description: "does not match the task's contextId" }],
+        });
+      }
+      if (isTerminal(previous.task.status.state)) {
+        throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} is ${previous.task.status.state}; start a new task in the same context`, {
+          task_id: message.taskId,
+          state: previous.task.status.state,
+        });
+      }
+      if (this.#live.has(message.taskId)) {
+        throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} is still ${previous.task.status.state}; wait for it or cancel it`, {
+          task_id: message.taskId,
+          state: previous.task.status.state,
+        });
+      }
+      // A stored non-terminal task without a live turn (the gateway restarted mid-turn) cannot be continued.
+      throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} has no turn to continue`, { task_id: message.taskId });
+    }
+    contextId ??= randomUUID();
+
+    const taskId = randomUUID();
+    const userMessage: Message = { ...structuredClone(message), taskId, contextId, role: "user" };
+    const task: Task = {
+      id: taskId,
+      contextId,
+      status: { state: "submitted", timestamp: now() },
+      history: [userMessage],
+      metadata: {
+        opencode: { output_negotiation: { accepted_output_modes: acceptedOutputModes } },
+      },
+    };
+    const live = new LiveTask(task, principal.id, routing);
+    this.opts.store.create(task, principal.id, { acceptedOutputModes, ...("directory" in routing ? { directory: routing.directory } : {}) });
+    this.#live.set(taskId, live);
+    const queue = attach?.(live) as T;
+    this.#setStatus(live, { state: "working", timestamp: now() });
+    void this.#run(live, principal, params, parts, routing, acceptedOutputModes).catch((error: unknown) => {
+      this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");
+      this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+    });
+    return Object.assign(live, { queue });
+  }
+
+  async #run(
+    live: LiveTask,
+    principal: Principal,
+    params: SendParams,
+    parts: ReturnType<typeof toPromptParts>,
+    routing: Routing,
+    acceptedOutputModes: string[],
+  ): Promise<void> {
+    const message = params.message;
+    const metadata = { ...(params.metadata ?? {}), ...(message.metadata ?? {}) };
+    let resolved;
+    try {
+      resolved = await this.opts.sessions.resolve(principal, live.task.contextId, metadata, routing, sessionTitle(message));
+    } catch (error) {
+      this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+      return;
+    }
+    const sessionId = resolved.sessionId;
+    live.sessionId = sessionId;
+    live.task.metadata = mergeShared(live.task.metadata, { session: { id: sessionId } });
+    const model = modelOf(metadata);
+    const ok = await this.opts.sessions.withLock(sessionId, () =>
+      this.#turn(live, sessionId, routing, {
+        parts,
+        ...(model === undefined ? {} : { model }),
+      }, acceptedOutputModes, userText(message)),
+    );
+    if (resolved.claimed) {
+      if (ok) this.opts.sessions.confirm(principal, sessionId);
+      else this.opts.sessions.release(principal, sessionId);
+    }
+  }
+
+  /** Runs one prompt on the session and maps its events; resolves true when the turn completed. */
+  async #turn(
+    live: LiveTask,
+    sessionId: string,
+    routing: Routing,
+    body: { parts: ReturnType<typeof toPromptParts>; model?: { providerID: string; modelID: string } },
+    acceptedOutputModes: string[],
+    text: string,
+  ): Promise<boolean> {
+    if (isTerminal(live.state)) return false; // canceled while waiting for the session
+    let sub: Subscription | undefined;
+    const timers: NodeJS.Timeout[] = [];
+    try {
+      sub = this.opts.hub.subscribe({ sessions: [sessionId] });
+      await sub.ready(10_000);
+      const mapper = new StreamMapper({
+        taskId: live.task.id,
+        contextId: live.task.contextId,
+        sessionId,
+        userText: text,
+        acceptedOutputModes,
+      });
+      await this.opts.upstream.call(
+        "sessionPromptAsync",
+        (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: sessionId }, body }),
+        { ...routing, sessionId, signal: live.abort.signal },
+      );
+      const stop = (reason: UpstreamError | A2AError): void => {
+        if (!isTerminal(live.state)) this.#fail(live, reason);
+        sub?.close();
+      };
+      if (this.opts.turnTimeoutMs > 0) {
+        timers.push(
+          setTimeout(() => {
+            void this.#abortUpstream(sessionId, routing);
+            stop(new UpstreamError({ kind: "timeout", operation: "turn", detail: `turn exceeded ${this.opts.turnTimeoutMs / 1000} s (OPENCODE_TIMEOUT_STREAM)`, timeoutSeconds: this.opts.turnTimeoutMs / 1000 }));
+          }, this.opts.turnTimeoutMs),
+        );
+      }
+      live.abort.signal.addEventListener("abort", () => sub?.close(), { once: true });
+      let grace: NodeJS.Timeout | undefined;
+      for await (const item of sub) {
+        if (isTerminal(live.state)) break;
+        if (item.type === "disconnected") {
+          grace ??= setTimeout(() => stop(item.error), this.opts.reconnectGraceMs);
+          timers.push(grace);
+          continue;
+        }
+        if (item.type === "reconnected") {
+          if (grace !== undefined) clearTimeout(grace);
+          grace = undefined;
+          // Events emitted while the connection was down are gone; if the turn ended meanwhile, finish from a snapshot.
+          const ended = await this.#resync(live, mapper, sessionId, routing);
+          if (ended) break;
+          continue;
+        }
+        const outputs = mapper.push(item.event);
+        let terminal = false;
+        for (const out of outputs) {
+          if (out.kind === "terminal") terminal = true;
+          else this.#apply(live, out);
+        }
+        if (terminal) break;
+      }
+      if (isTerminal(live.state)) return false;
+      return this.#complete(live, mapper);
+    } catch (error) {
+      if (!isTerminal(live.state)) {
+        this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+      }
+      return false;
+    } finally {
+      for (const t of timers) clearTimeout(t);
+      sub?.close();
+      this.#live.delete(live.task.id);
+    }
+  }
+
+  /** After a reconnect: is the session still busy? If not, the turn ended while we were not listening. */
+  async #resync(live: LiveTask, mapper: StreamMapper, sessionId: string, routing: Routing): Promise<boolean> {
+    try {
+      const status = await this.opts.upstream.call("sessionStatus", (c) => sdk.sessionStatus({ ...c }), { ...routing });
+      if (isObject(status) && isObject(status[sessionId])) return false; // still busy: events keep coming
+      const messages = await this.opts.upstream.call(
+        "sessionMessages",
+        (c) => sdk.sessionMessages({ ...c, path: { sessionID: sessionId }, query: { ...c.query, limit: 20 } }),
+        { ...routing, sessionId },
+      );
+      for (const m of Array.isArray(messages) ? messages : []) {
+        for (const part of m.parts) this.#applyAll(live, mapper.push({ id: "resync", type: "message.part.updated", properties: { sessionID: sessionId, part, time: Date.now() } } as never));
+        this.#applyAll(live, mapper.push({ id: "resync", type: "message.updated", properties: { sessionID: sessionId, info: m.info } } as never));
+      }
+      this.#applyAll(live, mapper.push({ id: "resync", type: "session.idle", properties: { sessionID: sessionId } } as never));
+      return true;
+    } catch (error) {
+      this.opts.log.warn({ err: error instanceof Error ? error.message : String(error), taskId: live.task.id }, "resync after reconnect failed");
+      return false;
+    }
+  }
+
+  #applyAll(live: LiveTask, outputs: ReturnType<StreamMapper["push"]>): void {
+    for (const out of outputs) if (out.kind !== "terminal") this.#apply(live, out);
+  }
+
+  #apply(live: LiveTask, event: ArtifactUpdateEvent | StatusUpdateEvent): void {
+    if (isTerminal(live.state)) return;
+    if (event.kind === "artifact-update") {
+      live.task.artifacts = applyArtifact(live.task.artifacts ?? [], event);
+      if (event.artifact.metadata?.shared !== undefined && (event.artifact.metadata.shared as Metadata).stream !== undefined) {
+        const block = ((event.artifact.metadata.shared as Metadata).stream as Metadata).block_type;
+        if (block === "tool_call") this.opts.metrics.toolCallChunks.inc();
+      }
+      live.fanout.publish(event);
+      return;
+    }
+    const changed = event.status.state !== live.state;
+    live.task.status = event.status;
+    if (changed) {
+      const interrupt = isObject(event.metadata?.shared) ? (event.metadata.shared as Metadata).interrupt : undefined;
+      if (interrupt !== undefined) live.task.metadata = mergeShared(live.task.metadata, { interrupt });
+      this.opts.store.save(live.task);
+    }
+    live.fanout.publish(event);
+    live.wake();
+  }
+
+  #complete(live: LiveTask, mapper: StreamMapper): boolean {
+    const result = mapper.finish();
+    if (result.finalTextChunk !== undefined) this.#apply(live, result.finalTextChunk);
+    live.task.artifacts = result.artifacts;
+    const usage = result.usage === undefined ? {} : { usage: result.usage };
+    live.task.metadata = mergeShared(live.task.metadata, usage);
+    if (result.error !== undefined && result.state !== "completed") {
+      this.#finish(live, result.state, result.error.detail, { ...usage, ...errorMetadata(result.error) });
+      return false;
+    }
+    const reply: Message = {
+      messageId: randomUUID(),
+      role: "agent",
+      parts: [{ kind: "text", text: result.finalText }],
+      taskId: live.task.id,
+      contextId: live.task.contextId,
+    };
+    live.task.history = [...(live.task.history ?? []), reply];
+    this.#finish(live, result.state, undefined, usage);
+    return result.state === "completed";
+  }
+
+  #fail(live: LiveTask, error: UpstreamError | A2AError): void {
+    const state: TaskState = error instanceof UpstreamError ? error.taskState : "failed";
+    const text = error instanceof UpstreamError ? error.detail : error.message;
+    this.#finish(live, state, text, errorMetadata(error));
+  }
+
+  /** The single place a task becomes terminal: snapshot, store (first terminal wins), final event, close. */
+  #finish(live: LiveTask, state: TaskState, statusText: string | undefined, shared: Metadata): void {
+    if (isTerminal(live.state)) return;
+    const status = {
+      state,
+      timestamp: now(),
+      ...(statusText === undefined
+        ? {}
+        : {
+            message: {
+              messageId: randomUUID(),
+              role: "agent" as const,
+              parts: [{ kind: "text" as const, text: statusText }],
+              taskId: live.task.id,
+              contextId: live.task.contextId,
+            },
+          }),
+    };
+    live.task.status = status;
+    live.task.metadata = mergeShared(live.task.metadata, shared);
+    this.opts.store.save(live.task);
+    this.opts.metrics.tasksFinished.inc({ state });
+    live.fanout.publish({
+      kind: "status-update",
+      taskId: live.task.id,
+      contextId: live.task.contextId,
+      status: structuredClone(status),
+      final: true,
+      metadata: { shared: { ...(live.sessionId === undefined ? {} : { session: { id: live.sessionId } }), ...shared } },
+    });
+    live.fanout.close();
+    live.wake();
+  }
+
+  #setStatus(live: LiveTask, status: Task["status"]): void {
+    live.task.status = status;
+    this.opts.store.save(live.task);
+    live.fanout.publish({ kind: "status-update", taskId: live.task.id, contextId: live.task.contextId, status: structuredClone(status), final: false });
+  }
+
+  // ---- get / list -----------------------------------------------------------------------------------------
+
+  /** The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". */
+  #visible(principal: Principal, taskId: string): { task: Task; owner: string } {
+    const live = this.#live.get(taskId);
+    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
+    const record: TaskRecord | undefined = this.opts.store.get(taskId);
+    if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
+      throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
+    }
+    return { task: record.task, owner: record.owner };
+  }
+
+  get(principal: Principal, taskId: string): Task {
+    return structuredClone(this.#visible(principal, taskId).task);
+  }
+
+  list(principal: Principal, params: ListParams) {
+    return this.opts.store.list(principal.admin ? undefined : principal.id, params);
+  }
+
+  // ---- cancel -------------------------------------------------------------------------------------------------
+
+  /** Canceled at once and idempotent; the upstream abort is best effort within A2A_CANCEL_ABORT_TIMEOUT_SECONDS. */
+  async cancel(principal: Principal, taskId: string): Promise<Task> {
+    const started = performance.now();
+    this.opts.metrics.cancelRequests.inc();
+    const { task } = this.#visible(principal, taskId);
+    let outcome: AbortOutcome = "not_attempted";
+    try {
+      if (task.status.state === "canceled") return structuredClone(task);
+      if (isTerminal(task.status.state)) {
+        throw new A2AError("TASK_NOT_CANCELABLE", `Task ${taskId} is already ${task.status.state}`, { task_id: taskId, state: task.status.state });
+      }
+      const live = this.#live.get(taskId);
+      if (live === undefined) {
+        // Stored as running but no turn is live (the gateway restarted mid-turn): cancel the record.
+        const stored = structuredClone(task);
+        stored.status = { state: "canceled", timestamp: now() };
+        this.opts.store.save(stored);
+        return stored;
+      }
+      this.#finish(live, "canceled", undefined, {});
+      live.abort.abort();
+      if (live.sessionId !== undefined) outcome = await this.#abortUpstream(live.sessionId, live.routing);
+      return structuredClone(live.task);
+    } finally {
+      this.opts.metrics.cancelDuration.observe({ abort_outcome: outcome }, performance.now() - started);
+    }
+  }
+
+  async #abortUpstream(sessionId: string, routing: Routing): Promise<AbortOutcome> {
+    const m = this.opts.metrics;
+    m.cancelAbortAttempts.inc();
+    try {
+      await this.opts.upstream.abort(sessionId, { ...routing, timeout: this.opts.cancelAbortTimeoutMs });
+      m.cancelAbortSuccess.inc();
+      return "success";
+    } catch (error) {
+      if (error instanceof UpstreamError && error.kind === "timeout") {
+        m.cancelAbortTimeout.inc();
+        return "timeout";
+      }
+      m.cancelAbortError.inc();
+      this.opts.log.warn({ err: error instanceof Error ? error.message : String(error), sessionId }, "upstream abort failed");
+      return "error";
+    }
+  }
+
+  // ---- subscribe ----------------------------------------------------------------------------------------------
+
+  /**
+   * tasks/resubscribe / SubscribeToTask: the current Task first, then the live events. A terminal task: 0.3
+   * replays it once and closes; 1.0 answers UnsupportedOperation.
+   */
+  subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): StreamHandle {
+    const { task } = this.#visible(principal, taskId);
+    const live = this.#live.get(taskId);
+    if (live === undefined || isTerminal(live.state)) {
+      if (line === "1.0" || !isTerminal(task.status.state)) {
+        throw new A2AError("UNSUPPORTED_OPERATION", `Task ${taskId} is ${task.status.state}: there is no live stream to subscribe to`, {
+          task_id: taskId,
+          state: task.status.state,
+        });
+      }
+      const replay = new FanOut();
+      const queue = replay.subscribe({ kind: "task", task: structuredClone(task) });
+      replay.close();
+      return this.#handle(queue);
+    }
+    return this.#handle(live.fanout.subscribe({ kind: "task", task: structuredClone(live.task) }));
+  }
+
+  /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */
+  shutdown(): void {
+    for (const live of this.#live.values()) {
+      live.abort.abort();
+      live.fanout.close();
+    }
+  }
+}
+
+function modelOf(metadata: Metadata): { providerID: string; modelID: string } | undefined {
+  const shared = isObject(metadata.shared) ? metadata.shared : undefined;
+  const model = isObject(shared?.model) ? shared.model : undefined;
+  const providerID = model?.providerID ?? model?.provider_id;
+  const modelID = model?.modelID ?? model?.model_id;
+  if (typeof providerID === "string" && providerID !== "" && typeof modelID === "string" && modelID !== "") return { providerID, modelID };
+  return undefined;
+}

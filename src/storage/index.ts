@@ -1,0 +1,77 @@
+// The persistence entry point: openStorage() gives the task store, session store and push config store of one
+// backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite file or :memory:) or
+// "memory" (process-local maps) — plus close(), which checkpoints and closes the SQLite file.
+import { openDatabase, type StoreDatabase } from "./database.js";
+import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
+import { MemorySessionStore, SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
+import { MemoryTaskStore, SqliteTaskStore, type TaskStore } from "./tasks.js";
+import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError } from "./url.js";
+
+export type StoreBackend = "sqlite" | "memory";
+
+export interface StorageOptions {
+  backend: StoreBackend;
+  /** A2A_TASK_STORE_DATABASE_URL (sqlite backend only); default sqlite:///./opencode-a2a.db. */
+  url?: string;
+  /** Base for relative database paths (default process.cwd()). */
+  cwd?: string;
+  /** Clock for claims and bookkeeping (epoch ms); tests inject one. */
+  now?: Clock;
+  /** SQLite busy_timeout in ms (default 30000). */
+  busyTimeoutMs?: number;
+}
+
+export interface Storage {
+  backend: StoreBackend;
+  /** For the start-up log, e.g. "sqlite file /srv/a2a/opencode-a2a.db" or "memory". */
+  description: string;
+  tasks: TaskStore;
+  sessions: SessionStore;
+  pushConfigs: PushConfigStore;
+  close(): void;
+}
+
+/** A2A_TASK_STORE_BACKEND: "database" (seed 000's name) or "sqlite" → sqlite, "memory" → memory; default sqlite. */
+export function parseStoreBackend(value: string | undefined): StoreBackend {
+  const v = (value ?? "").trim().toLowerCase();
+  if (v === "" || v === "database" || v === "sqlite") return "sqlite";
+  if (v === "memory") return "memory";
+  throw new StorageError("INVALID_BACKEND", `A2A_TASK_STORE_BACKEND=${JSON.stringify(value)} is invalid: use "database" (SQLite) or "memory"`);
+}
+
+/** Open the store. Throws StorageError for a bad URL, an unsafe file or a schema newer than this build. */
+export function openStorage(options: StorageOptions): Storage {
+  const now = options.now ?? Date.now;
+  if (options.backend === "memory") {
+    return {
+      backend: "memory",
+      description: "memory",
+      tasks: new MemoryTaskStore(),
+      sessions: new MemorySessionStore(now),
+      pushConfigs: new MemoryPushConfigStore(),
+      close: () => {},
+    };
+  }
+  const location = parseStoreUrl(options.url ?? DEFAULT_TASK_STORE_DATABASE_URL, options.cwd);
+  const db: StoreDatabase = openDatabase(location, options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs });
+  try {
+    return {
+      backend: "sqlite",
+      description: describeStoreLocation(location),
+      tasks: new SqliteTaskStore(db),
+      sessions: new SqliteSessionStore(db, now),
+      pushConfigs: new SqlitePushConfigStore(db, now),
+      close: () => db.close(),
+    };
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+export { StoreDatabase, openDatabase, storeUnavailable, DEFAULT_BUSY_TIMEOUT_MS } from "./database.js";
+export { migrate, readSchemaVersion, MIGRATIONS, LATEST_SCHEMA_VERSION, SCHEMA_NAME, type Migration, type MigrationResult } from "./migrations.js";
+export * from "./tasks.js";
+export * from "./sessions.js";
+export * from "./push-configs.js";
+export * from "./url.js";

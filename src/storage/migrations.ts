@@ -1,0 +1,137 @@
+// Ordered, idempotent schema migrations for the SQLite store. The applied version lives in
+// a2a_schema_version(name PK, version) under the scope name "state_store". Each migration runs in its own
+// IMMEDIATE transaction that re-reads the version first, so two processes racing on first start apply it once;
+// a failing migration rolls back entirely (no version bump, no half-created tables). A database whose version is
+// newer than the code knows is refused.
+import type Database from "better-sqlite3";
+import { StorageError } from "./url.js";
+
+export const SCHEMA_NAME = "state_store";
+
+export interface Migration {
+  version: number;
+  description: string;
+  up(db: Database.Database): void;
+}
+
+const V1 = `
+CREATE TABLE IF NOT EXISTS a2a_tasks (
+  id                    TEXT PRIMARY KEY,
+  context_id            TEXT NOT NULL,
+  owner                 TEXT NOT NULL,
+  state                 TEXT NOT NULL,
+  status_timestamp      TEXT NOT NULL,
+  session_id            TEXT,
+  directory             TEXT,
+  accepted_output_modes TEXT,
+  task_json             TEXT NOT NULL,
+  created_at            TEXT NOT NULL,
+  updated_at            TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_tasks_owner_ts ON a2a_tasks (owner, status_timestamp DESC, id);
+CREATE INDEX IF NOT EXISTS a2a_tasks_owner_context_ts ON a2a_tasks (owner, context_id, status_timestamp DESC, id);
+CREATE INDEX IF NOT EXISTS a2a_tasks_context_ts ON a2a_tasks (context_id, status_timestamp DESC, id);
+CREATE INDEX IF NOT EXISTS a2a_tasks_ts ON a2a_tasks (status_timestamp DESC, id);
+CREATE INDEX IF NOT EXISTS a2a_tasks_state ON a2a_tasks (state);
+
+CREATE TABLE IF NOT EXISTS a2a_session_bindings (
+  owner      TEXT NOT NULL,
+  context_id TEXT NOT NULL,
+  scope_key  TEXT NOT NULL DEFAULT '',
+  session_id TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (owner, context_id, scope_key)
+);
+CREATE INDEX IF NOT EXISTS a2a_session_bindings_session ON a2a_session_bindings (session_id);
+
+CREATE TABLE IF NOT EXISTS a2a_session_owners (
+  session_id TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS a2a_pending_session_claims (
+  session_id TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_pending_session_claims_expires ON a2a_pending_session_claims (expires_at);
+
+CREATE TABLE IF NOT EXISTS a2a_push_configs (
+  task_id     TEXT NOT NULL,
+  id          TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  PRIMARY KEY (task_id, id)
+);
+
+CREATE TABLE IF NOT EXISTS a2a_store_meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+`;
+
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
+];
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+
+function ensureVersionTable(db: Database.Database): void {
+  db.exec("CREATE TABLE IF NOT EXISTS a2a_schema_version (name TEXT PRIMARY KEY, version INTEGER NOT NULL)");
+}
+
+/** The applied version of `name` (0 when none). */
+export function readSchemaVersion(db: Database.Database, name: string = SCHEMA_NAME): number {
+  ensureVersionTable(db);
+  const row = db.prepare("SELECT version FROM a2a_schema_version WHERE name = ?").get(name) as { version: number } | undefined;
+  return row?.version ?? 0;
+}
+
+function writeSchemaVersion(db: Database.Database, name: string, version: number): void {
+  // Never lowers the recorded version; repeated writes are no-ops.
+  db.prepare(
+    `INSERT INTO a2a_schema_version (name, version) VALUES (?, ?)
+     ON CONFLICT (name) DO UPDATE SET version = excluded.version WHERE excluded.version > a2a_schema_version.version`,
+  ).run(name, version);
+}
+
+export interface MigrationResult {
+  from: number;
+  to: number;
+  applied: number[];
+}
+
+/** Apply every migration newer than the recorded version. Applying twice is a no-op. */
+export function migrate(
+  db: Database.Database,
+  migrations: readonly Migration[] = MIGRATIONS,
+  name: string = SCHEMA_NAME,
+): MigrationResult {
+  migrations.forEach((m, i) => {
+    if (m.version !== i + 1) throw new Error(`migration list must be contiguous from 1 (got version ${m.version} at index ${i})`);
+  });
+  const latest = migrations.length;
+  const from = readSchemaVersion(db, name);
+  if (from > latest) {
+    throw new StorageError(
+      "SCHEMA_TOO_NEW",
+      `The task store database has schema version ${from} (${name}) but this build only knows version ${latest}; ` +
+        "refusing to open it. Upgrade opencode-a2a or point A2A_TASK_STORE_DATABASE_URL at another database.",
+    );
+  }
+  const applied: number[] = [];
+  for (const m of migrations) {
+    if (m.version <= from) continue;
+    const step = db.transaction(() => {
+      if (readSchemaVersion(db, name) >= m.version) return false; // another process got there first
+      m.up(db);
+      writeSchemaVersion(db, name, m.version);
+      return true;
+    });
+    if (step.immediate()) applied.push(m.version);
+  }
+  return { from, to: Math.max(from, readSchemaVersion(db, name)), applied };
+}

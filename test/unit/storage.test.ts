@@ -1,0 +1,576 @@
+// Persistence: one behavioural suite run against both backends (memory and SQLite file), then SQLite-only checks —
+// file hardening, durability across reopen, migrations, schema-version refusal, runtime failure mapping — and the
+// store URL parser.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { A2AError } from "../../src/contract/errors.js";
+import type { PushConfig, Task, TaskState } from "../../src/protocol/model.js";
+import {
+  LATEST_SCHEMA_VERSION,
+  migrate,
+  openDatabase,
+  openStorage,
+  parseStoreBackend,
+  parseStoreUrl,
+  readSchemaVersion,
+  SCHEMA_NAME,
+  sessionRecordsView,
+  sessionScopeKey,
+  StorageError,
+  type Storage,
+} from "../../src/storage/index.js";
+
+const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-storage-"));
+afterAll(() => fs.rmSync(tmpRoot, { recursive: true, force: true }));
+let seq = 0;
+const freshDir = (): string => path.join(tmpRoot, `case-${++seq}`);
+
+const ts = (second: number): string => new Date(Date.UTC(2025, 0, 1, 0, 0, second)).toISOString();
+
+function makeTask(id: string, opts: { contextId?: string; state?: TaskState; at?: string } = {}): Task {
+  return {
+    id,
+    contextId: opts.contextId ?? "ctx-1",
+    status: { state: opts.state ?? "working", timestamp: opts.at ?? ts(0) },
+    history: [{ messageId: `m-${id}`, role: "user", parts: [{ kind: "text", text: `hello ${id}` }] }],
+  };
+}
+
+function expectA2AError(fn: () => unknown, reason: string, data?: Record<string, unknown>): void {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught).toBeInstanceOf(A2AError);
+  expect((caught as A2AError).reason).toBe(reason);
+  if (data !== undefined) expect((caught as A2AError).data).toMatchObject(data);
+}
+
+function expectStorageError(fn: () => unknown, code: string, message?: RegExp): void {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught).toBeInstanceOf(StorageError);
+  expect((caught as StorageError).code).toBe(code);
+  if (message !== undefined) expect((caught as StorageError).message).toMatch(message);
+}
+
+/** A controllable clock (epoch ms). */
+const clock = () => {
+  let t = 1_700_000_000_000;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+};
+
+type Open = (now: () => number) => Storage;
+const backends: [string, Open][] = [
+  ["memory", (now) => openStorage({ backend: "memory", now })],
+  ["sqlite", (now) => openStorage({ backend: "sqlite", url: `sqlite:///${path.join(freshDir(), "a2a.db")}`, now })],
+];
+
+describe.each(backends)("%s backend", (_name, open) => {
+  let storage: Storage;
+  let time: ReturnType<typeof clock>;
+  beforeEach(() => {
+    time = clock();
+    storage = open(time.now);
+  });
+  afterEach(() => storage.close());
+
+  describe("tasks", () => {
+    it("round-trips create/get/save with the binding fields, returning copies", () => {
+      const task = makeTask("t1");
+      storage.tasks.create(task, "alice", { acceptedOutputModes: ["text/plain"], sessionId: "ses_1", directory: "/w" });
+      const got = storage.tasks.get("t1");
+      expect(got).toMatchObject({ task, owner: "alice", acceptedOutputModes: ["text/plain"], sessionId: "ses_1", directory: "/w" });
+      expect(typeof got?.createdAt).toBe("string");
+      got!.task.status.state = "failed";
+      expect(storage.tasks.get("t1")?.task.status.state).toBe("working");
+
+      const next = { ...task, status: { state: "input-required" as const, timestamp: ts(5) }, artifacts: [{ artifactId: "a", parts: [{ kind: "text" as const, text: "x" }] }] };
+      expect(storage.tasks.save(next)).toEqual({ applied: true });
+      expect(storage.tasks.get("t1")?.task).toEqual(next);
+      expect(storage.tasks.get("nope")).toBeUndefined();
+      expect(storage.tasks.count()).toBe(1);
+    });
+
+    it("omits absent binding fields and updates them selectively", () => {
+      storage.tasks.create(makeTask("t1"), "alice");
+      const got = storage.tasks.get("t1")!;
+      expect("sessionId" in got || "directory" in got || "acceptedOutputModes" in got).toBe(false);
+      expect(storage.tasks.updateExtra("t1", { sessionId: "ses_9" })).toBe(true);
+      expect(storage.tasks.updateExtra("t1", { directory: "/d" })).toBe(true);
+      expect(storage.tasks.get("t1")).toMatchObject({ sessionId: "ses_9", directory: "/d" });
+      expect(storage.tasks.updateExtra("missing", { sessionId: "x" })).toBe(false);
+    });
+
+    it("rejects a duplicate id and reports saves of unknown tasks", () => {
+      storage.tasks.create(makeTask("t1"), "alice");
+      expectA2AError(() => storage.tasks.create(makeTask("t1"), "bob"), "INVALID_PARAMS", { field: "id" });
+      expect(storage.tasks.get("t1")?.owner).toBe("alice");
+      expect(storage.tasks.save(makeTask("ghost"))).toEqual({ applied: false, reason: "not_found" });
+    });
+
+    it("keeps the first terminal state", () => {
+      storage.tasks.create(makeTask("t1"), "alice");
+      // Two writers holding the same working snapshot race to finish it.
+      const a = structuredClone(storage.tasks.get("t1")!.task);
+      const b = structuredClone(a);
+      a.status = { state: "completed", timestamp: ts(10) };
+      b.status = { state: "canceled", timestamp: ts(11) };
+      expect(storage.tasks.save(a)).toEqual({ applied: true });
+      expect(storage.tasks.save(b)).toEqual({ applied: false, reason: "terminal", state: "completed" });
+      expect(storage.tasks.save({ ...a, status: { state: "working", timestamp: ts(12) } }).applied).toBe(false);
+      const stored = storage.tasks.get("t1")!.task;
+      expect(stored.status).toEqual({ state: "completed", timestamp: ts(10) });
+      expect(storage.tasks.list(undefined, { state: "completed" }).tasks.map((t) => t.id)).toEqual(["t1"]);
+      expect(storage.tasks.list(undefined, { state: "canceled" }).tasks).toEqual([]);
+    });
+
+    it("a task created terminal stays terminal", () => {
+      storage.tasks.create(makeTask("t1", { state: "rejected" }), "alice");
+      expect(storage.tasks.save(makeTask("t1", { state: "working" }))).toMatchObject({ applied: false, state: "rejected" });
+    });
+
+    describe("list", () => {
+      beforeEach(() => {
+        storage.tasks.create(makeTask("a1", { contextId: "c1", at: ts(1) }), "alice");
+        storage.tasks.create(makeTask("a2", { contextId: "c2", at: ts(3), state: "completed" }), "alice");
+        storage.tasks.create(makeTask("a3", { contextId: "c1", at: ts(2), state: "failed" }), "alice");
+        storage.tasks.create(makeTask("b1", { contextId: "c1", at: ts(4) }), "bob");
+      });
+
+      it("is owner-scoped, admin sees all, newest status first", () => {
+        expect(storage.tasks.list("alice").tasks.map((t) => t.id)).toEqual(["a2", "a3", "a1"]);
+        expect(storage.tasks.list("bob").tasks.map((t) => t.id)).toEqual(["b1"]);
+        expect(storage.tasks.list("carol")).toMatchObject({ tasks: [], total: 0, totalSize: 0, hasMore: false, nextPageToken: "" });
+        const all = storage.tasks.list(undefined);
+        expect(all.tasks.map((t) => t.id)).toEqual(["b1", "a2", "a3", "a1"]);
+        expect(all).toMatchObject({ total: 4, totalSize: 4, pageSize: 50 });
+      });
+
+      it("filters by contextId, state and statusTimestampAfter (strictly after)", () => {
+        expect(storage.tasks.list("alice", { contextId: "c1" }).tasks.map((t) => t.id)).toEqual(["a3", "a1"]);
+        expect(storage.tasks.list(undefined, { contextId: "c1", state: "working" }).tasks.map((t) => t.id)).toEqual(["b1", "a1"]);
+        expect(storage.tasks.list("alice", { statusTimestampAfter: ts(2) }).tasks.map((t) => t.id)).toEqual(["a2"]);
+        // Another spelling of the same instant (no milliseconds, offset) compares the same.
+        expect(storage.tasks.list("alice", { statusTimestampAfter: "2025-01-01T01:00:01+01:00" }).totalSize).toBe(2);
+        expect(storage.tasks.list(undefined, { state: "failed" }).tasks.map((t) => t.id)).toEqual(["a3"]);
+      });
+
+      it("orders by the status timestamp after saves", () => {
+        storage.tasks.save(makeTask("a1", { contextId: "c1", at: ts(9) }));
+        expect(storage.tasks.list("alice").tasks.map((t) => t.id)).toEqual(["a1", "a2", "a3"]);
+      });
+
+      it("rejects invalid parameters", () => {
+        expectA2AError(() => storage.tasks.list("alice", { statusTimestampAfter: "yesterday" }), "INVALID_PARAMS", { field: "statusTimestampAfter" });
+        expectA2AError(() => storage.tasks.list("alice", { limit: -1 }), "INVALID_PARAMS", { field: "limit" });
+        expectA2AError(() => storage.tasks.list("alice", { pageSize: 1.5 }), "INVALID_PARAMS", { field: "pageSize" });
+        expectA2AError(() => storage.tasks.list("alice", { offset: -3 }), "INVALID_PARAMS", { field: "offset" });
+        expectA2AError(() => storage.tasks.list("alice", { state: "bogus" as TaskState }), "INVALID_PARAMS", { field: "state" });
+      });
+    });
+
+    it("paginates by offset (0.3): total and hasMore; limit defaults to 50 and caps at 100", () => {
+      for (let i = 0; i < 120; i++) storage.tasks.create(makeTask(`t${String(i).padStart(3, "0")}`, { at: ts(i) }), "alice");
+      const first = storage.tasks.list("alice", { limit: 3 });
+      expect(first.tasks.map((t) => t.id)).toEqual(["t119", "t118", "t117"]);
+      expect(first).toMatchObject({ total: 120, hasMore: true });
+      const last = storage.tasks.list("alice", { limit: 3, offset: 118 });
+      expect(last.tasks.map((t) => t.id)).toEqual(["t001", "t000"]);
+      expect(last).toMatchObject({ total: 120, hasMore: false, nextPageToken: "" });
+      expect(storage.tasks.list("alice", { offset: 500 })).toMatchObject({ tasks: [], total: 120, hasMore: false });
+      expect(storage.tasks.list("alice").tasks).toHaveLength(50);
+      expect(storage.tasks.list("alice", { limit: 500 }).tasks).toHaveLength(100);
+      expect(storage.tasks.list("alice", { pageSize: 500 })).toMatchObject({ pageSize: 100, hasMore: true });
+      expect(storage.tasks.count()).toBe(120);
+    });
+
+    it("paginates by token (1.0): every task exactly once, in a stable order, even with equal timestamps", () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 25; i++) {
+        const id = `k${(i * 7) % 25}`; // inserted out of id order
+        ids.push(id);
+        storage.tasks.create(makeTask(id, { at: ts(i % 3), contextId: i % 5 === 0 ? "odd" : "c" }), "alice");
+      }
+      storage.tasks.create(makeTask("other", { at: ts(1) }), "bob");
+      // Status timestamp descending (ts(i % 3) for the i-th inserted), then id ascending.
+      const second = (id: string) => ids.indexOf(id) % 3;
+      const expected = [...ids].sort((x, y) => second(y) - second(x) || (x < y ? -1 : 1));
+      const seen: string[] = [];
+      let token = "";
+      let pages = 0;
+      do {
+        const page = storage.tasks.list("alice", { pageSize: 4, pageToken: token });
+        expect(page.totalSize).toBe(25);
+        expect(page.tasks.length).toBeLessThanOrEqual(4);
+        seen.push(...page.tasks.map((t) => t.id));
+        token = page.nextPageToken;
+        pages++;
+      } while (token !== "" && pages < 50);
+      expect(pages).toBe(7);
+      expect(seen).toEqual(expected);
+
+      // With a filter: the token walk stays within it.
+      const filtered: string[] = [];
+      let t2 = "";
+      do {
+        const page = storage.tasks.list("alice", { contextId: "odd", pageSize: 2, pageToken: t2 });
+        filtered.push(...page.tasks.map((t) => t.id));
+        t2 = page.nextPageToken;
+      } while (t2 !== "");
+      expect(filtered).toEqual(expected.filter((id) => ["k0", "k10", "k20", "k5", "k15"].includes(id)));
+    });
+
+    it("rejects tampered, foreign or garbage page tokens", () => {
+      for (let i = 0; i < 5; i++) storage.tasks.create(makeTask(`t${i}`, { at: ts(i) }), "alice");
+      const token = storage.tasks.list("alice", { pageSize: 2 }).nextPageToken;
+      expect(token).not.toBe("");
+      expect(storage.tasks.list("alice", { pageSize: 2, pageToken: token }).tasks.map((t) => t.id)).toEqual(["t2", "t1"]);
+      const [payload, sig] = token.split(".") as [string, string];
+      const forged = Buffer.from(JSON.stringify([ts(9), "t0"])).toString("base64url");
+      const flip = (s: string) => (s[0] === "A" ? "B" : "A") + s.slice(1);
+      for (const bad of [`${forged}.${sig}`, `${payload}.${flip(sig)}`, `${flip(payload)}.${sig}`, "garbage", `${token}.x`, payload]) {
+        expectA2AError(() => storage.tasks.list("alice", { pageSize: 2, pageToken: bad }), "INVALID_PARAMS", { field: "pageToken" });
+      }
+      // Bound to the query: another owner or another filter cannot reuse it.
+      expectA2AError(() => storage.tasks.list("bob", { pageSize: 2, pageToken: token }), "INVALID_PARAMS");
+      expectA2AError(() => storage.tasks.list(undefined, { pageSize: 2, pageToken: token }), "INVALID_PARAMS");
+      expectA2AError(() => storage.tasks.list("alice", { contextId: "ctx-1", pageSize: 2, pageToken: token }), "INVALID_PARAMS");
+      expectA2AError(() => storage.tasks.list("alice", { pageToken: token, offset: 2 }), "INVALID_PARAMS", { field: "offset" });
+    });
+  });
+
+  describe("sessions", () => {
+    it("binds (owner, contextId, scopeKey) to a session", () => {
+      const s = storage.sessions;
+      expect(s.getBinding("alice", "c1")).toBeUndefined();
+      s.setBinding("alice", "c1", "", "ses_a");
+      s.setBinding("alice", "c1", "directory:/w", "ses_b");
+      s.setBinding("alice", "c1", "workspace:ws1", "ses_c");
+      s.setBinding("bob", "c1", "", "ses_d");
+      expect(s.getBinding("alice", "c1")).toBe("ses_a");
+      expect(s.getBinding("alice", "c1", "directory:/w")).toBe("ses_b");
+      expect(s.getBinding("alice", "c1", "workspace:ws1")).toBe("ses_c");
+      expect(s.getBinding("bob", "c1", "")).toBe("ses_d");
+      s.setBinding("alice", "c1", "", "ses_a2");
+      expect(s.getBinding("alice", "c1", "")).toBe("ses_a2");
+      expect(s.deleteBinding("alice", "c1", "")).toBe(true);
+      expect(s.deleteBinding("alice", "c1", "")).toBe(false);
+      expect(s.getBinding("alice", "c1", "")).toBeUndefined();
+      s.setBinding("carol", "c9", "", "ses_b");
+      expect(s.deleteBindingsForSession("ses_b")).toBe(2);
+      expect(s.getBinding("alice", "c1", "directory:/w")).toBeUndefined();
+      expect(s.getBinding("alice", "c1", "workspace:ws1")).toBe("ses_c");
+    });
+
+    it("keeps the first owner of a session", () => {
+      expect(storage.sessions.getOwner("ses_1")).toBeUndefined();
+      expect(storage.sessions.setOwner("ses_1", "alice")).toBe("alice");
+      expect(storage.sessions.setOwner("ses_1", "bob")).toBe("alice");
+      expect(storage.sessions.getOwner("ses_1")).toBe("alice");
+    });
+
+    it("claims, renews, expires, finalizes and releases pending claims", () => {
+      const s = storage.sessions;
+      const first = s.claim("ses_1", "alice", 60);
+      expect(first).toEqual({ status: "claimed", expiresAt: time.now() + 60_000 });
+      expect(s.claim("ses_1", "bob", 60)).toEqual({ status: "forbidden", reason: "claimed" });
+      expect(s.getClaim("ses_1")).toEqual({ sessionId: "ses_1", owner: "alice", expiresAt: time.now() + 60_000 });
+      time.advance(30_000);
+      expect(s.claim("ses_1", "alice", 60)).toEqual({ status: "claimed", expiresAt: time.now() + 60_000 }); // renewed
+      time.advance(59_999);
+      expect(s.claim("ses_1", "bob", 60).status).toBe("forbidden");
+      time.advance(1);
+      expect(s.getClaim("ses_1")).toBeUndefined(); // expired: no longer blocks
+      expect(s.claim("ses_1", "bob", 60).status).toBe("claimed");
+      expect(s.finalize("ses_1", "alice")).toBe(false); // bob holds the live claim
+      expect(s.getOwner("ses_1")).toBeUndefined();
+      expect(s.finalize("ses_1", "bob")).toBe(true);
+      expect(s.getOwner("ses_1")).toBe("bob");
+      expect(s.getClaim("ses_1")).toBeUndefined();
+      expect(s.claim("ses_1", "bob", 60)).toEqual({ status: "owned" });
+      expect(s.claim("ses_1", "alice", 60)).toEqual({ status: "forbidden", reason: "owned" });
+      expect(s.finalize("ses_1", "alice")).toBe(false);
+      expect(s.getOwner("ses_1")).toBe("bob");
+
+      expect(s.claim("ses_2", "alice", 10).status).toBe("claimed");
+      expect(s.release("ses_2", "bob")).toBe(false);
+      expect(s.release("ses_2", "alice")).toBe(true);
+      expect(s.release("ses_2", "alice")).toBe(false);
+      expect(s.claim("ses_2", "bob", 10).status).toBe("claimed");
+
+      s.claim("ses_3", "carol", 1);
+      s.claim("ses_4", "carol", 100);
+      time.advance(5_000);
+      expect(s.purgeExpired()).toBe(1); // only ses_3 (1 s); ses_2 (10 s) and ses_4 (100 s) are live
+      expect(s.getClaim("ses_2")?.owner).toBe("bob");
+    });
+
+    it("purges only expired claims", () => {
+      const s = storage.sessions;
+      s.claim("ses_a", "x", 1);
+      s.claim("ses_b", "x", 10);
+      time.advance(1_000);
+      expect(s.purgeExpired()).toBe(1);
+      expect(s.getClaim("ses_b")?.owner).toBe("x");
+      expect(s.purgeExpired()).toBe(0);
+    });
+
+    it("serves the resolver's SessionRecords view", () => {
+      const view = sessionRecordsView(storage.sessions);
+      expect(view.claim("ses_1", "alice", 5_000)).toBe(true);
+      expect(view.claim("ses_1", "bob", 5_000)).toBe(false);
+      view.releaseClaim("ses_1", "alice");
+      expect(view.claim("ses_1", "bob", 5_000)).toBe(true);
+      time.advance(5_000);
+      expect(view.claim("ses_1", "alice", 5_000)).toBe(true);
+      view.setBinding("alice", "c", "", "ses_1");
+      expect(view.getBinding("alice", "c", "")).toBe("ses_1");
+      view.deleteBinding("alice", "c", "");
+      expect(view.getBinding("alice", "c", "")).toBeUndefined();
+    });
+  });
+
+  describe("push configs", () => {
+    const cfg = (taskId: string, id: string, url = `https://hook.example/${id}`): PushConfig => ({ taskId, id, url, token: "tok" });
+
+    it("sets, gets, lists in creation order, upserts in place, deletes", () => {
+      const p = storage.pushConfigs;
+      p.set(cfg("t1", "a"));
+      p.set({ ...cfg("t1", "b"), authentication: { schemes: ["Bearer"], credentials: "c" } });
+      p.set(cfg("t2", "a"));
+      expect(p.get("t1", "b")).toEqual({ ...cfg("t1", "b"), authentication: { schemes: ["Bearer"], credentials: "c" } });
+      expect(p.get("t1", "zzz")).toBeUndefined();
+      expect(p.list("t1").map((c) => c.id)).toEqual(["a", "b"]);
+      p.set(cfg("t1", "a", "https://other.example/"));
+      expect(p.list("t1").map((c) => c.url)).toEqual(["https://other.example/", "https://hook.example/b"]);
+      expect(p.delete("t1", "a")).toBe(true);
+      expect(p.delete("t1", "a")).toBe(false);
+      p.set(cfg("t1", "a"));
+      expect(p.list("t1").map((c) => c.id)).toEqual(["b", "a"]);
+      expect(p.list("t2")).toEqual([cfg("t2", "a")]);
+      expect(p.deleteAll("t1")).toBe(2);
+      expect(p.list("t1")).toEqual([]);
+      expect(p.list("t2")).toHaveLength(1);
+    });
+  });
+});
+
+// -----------------------------------------------------------------------------------------------------------------
+
+describe("sqlite specifics", () => {
+  const dbUrl = (file: string) => `sqlite:///${file}`;
+  const mode = (p: string) => fs.statSync(p).mode & 0o777;
+
+  it("creates the directory 0700 and the file (and -wal/-shm) 0600", () => {
+    const dir = path.join(freshDir(), "nested", "deeper");
+    const file = path.join(dir, "a2a.db");
+    const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    try {
+      storage.tasks.create(makeTask("t1"), "alice");
+      expect(mode(dir)).toBe(0o700);
+      expect(mode(path.dirname(dir))).toBe(0o700);
+      expect(mode(file)).toBe(0o600);
+      for (const suffix of ["-wal", "-shm"]) if (fs.existsSync(file + suffix)) expect(mode(file + suffix)).toBe(0o600);
+      expect(fs.existsSync(`${file}-wal`)).toBe(true);
+    } finally {
+      storage.close();
+    }
+  });
+
+  it("forces an existing file to 0600 and leaves an existing directory alone", () => {
+    const dir = freshDir();
+    fs.mkdirSync(dir, { mode: 0o755 });
+    fs.chmodSync(dir, 0o755);
+    const file = path.join(dir, "a2a.db");
+    fs.writeFileSync(file, "", { mode: 0o644 });
+    fs.chmodSync(file, 0o644);
+    openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
+    expect(mode(file)).toBe(0o600);
+    expect(mode(dir)).toBe(0o755);
+  });
+
+  it("refuses symlinks and non-regular files", () => {
+    const dir = freshDir();
+    fs.mkdirSync(dir);
+    const target = path.join(dir, "real.db");
+    fs.writeFileSync(target, "");
+    const link = path.join(dir, "link.db");
+    fs.symlinkSync(target, link);
+    expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(link) }), "UNSAFE_PATH", /symbolic link/);
+    const dangling = path.join(dir, "dangling.db");
+    fs.symlinkSync(path.join(dir, "nowhere.db"), dangling);
+    expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(dangling) }), "UNSAFE_PATH", /symbolic link/);
+    expect(fs.existsSync(path.join(dir, "nowhere.db"))).toBe(false);
+    const sub = path.join(dir, "sub.db");
+    fs.mkdirSync(sub);
+    expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(sub) }), "UNSAFE_PATH", /not a regular file/);
+    const withWal = path.join(dir, "wal.db");
+    fs.symlinkSync(target, `${withWal}-wal`);
+    expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(withWal) }), "UNSAFE_PATH", /-wal/);
+  });
+
+  it("refuses a file that is not a database", () => {
+    const file = path.join(freshDir(), "junk.db");
+    fs.mkdirSync(path.dirname(file));
+    fs.writeFileSync(file, "this is not a sqlite database, not at all".repeat(40));
+    expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(file) }), "OPEN_FAILED");
+  });
+
+  it("keeps everything across close and reopen, including page tokens", () => {
+    const file = path.join(freshDir(), "a2a.db");
+    const first = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    first.tasks.create(makeTask("t1", { at: ts(1) }), "alice", { sessionId: "ses_1" });
+    first.tasks.create(makeTask("t2", { at: ts(2) }), "alice");
+    first.tasks.save(makeTask("t1", { state: "completed", at: ts(3) }));
+    first.sessions.setBinding("alice", "c1", "", "ses_1");
+    first.sessions.setOwner("ses_1", "alice");
+    first.sessions.claim("ses_2", "bob", 3600);
+    first.pushConfigs.set({ taskId: "t1", id: "p", url: "https://x.example/" });
+    const token = first.tasks.list("alice", { pageSize: 1 }).nextPageToken;
+    first.close();
+    first.close(); // idempotent
+    expect(!fs.existsSync(`${file}-wal`) || fs.statSync(`${file}-wal`).size === 0).toBe(true); // checkpointed
+
+    const second = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    try {
+      expect(second.tasks.get("t1")).toMatchObject({ owner: "alice", sessionId: "ses_1", task: { status: { state: "completed" } } });
+      expect(second.tasks.save(makeTask("t1", { state: "failed" })).applied).toBe(false);
+      expect(second.tasks.list("alice", { pageSize: 1, pageToken: token }).tasks.map((t) => t.id)).toEqual(["t2"]);
+      expect(second.sessions.getBinding("alice", "c1", "")).toBe("ses_1");
+      expect(second.sessions.getOwner("ses_1")).toBe("alice");
+      expect(second.sessions.getClaim("ses_2")?.owner).toBe("bob");
+      expect(second.pushConfigs.list("t1")).toEqual([{ taskId: "t1", id: "p", url: "https://x.example/" }]);
+      expect(second.tasks.count()).toBe(2);
+    } finally {
+      second.close();
+    }
+  });
+
+  it("sets the durability pragmas", () => {
+    const db = openDatabase({ kind: "file", path: path.join(freshDir(), "a2a.db") });
+    try {
+      expect(db.db.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(db.db.pragma("busy_timeout", { simple: true })).toBe(30000);
+      expect(db.db.pragma("synchronous", { simple: true })).toBe(1); // NORMAL
+      expect(db.db.pragma("foreign_keys", { simple: true })).toBe(1);
+      expect(db.migration).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: [1] });
+    } finally {
+      db.close();
+    }
+  });
+
+  it("applies migrations idempotently and atomically", () => {
+    const raw = new Database(":memory:");
+    try {
+      expect(migrate(raw)).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: [1] });
+      expect(migrate(raw)).toEqual({ from: LATEST_SCHEMA_VERSION, to: LATEST_SCHEMA_VERSION, applied: [] });
+      expect(readSchemaVersion(raw)).toBe(LATEST_SCHEMA_VERSION);
+      const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+      expect(tables).toEqual([
+        "a2a_pending_session_claims", "a2a_push_configs", "a2a_schema_version", "a2a_session_bindings",
+        "a2a_session_owners", "a2a_store_meta", "a2a_tasks",
+      ]);
+
+      // A failing migration leaves neither its tables nor a version bump behind.
+      const failing = [
+        { version: 1, description: "base", up: () => {} },
+        { version: 2, description: "half", up: (db: Database.Database) => { db.exec("CREATE TABLE half_done (x)"); throw new Error("boom"); } },
+      ];
+      expect(() => migrate(raw, failing, "other_scope")).toThrow("boom");
+      expect(readSchemaVersion(raw, "other_scope")).toBe(1);
+      expect(raw.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name = 'half_done'").pluck().get()).toBe(0);
+      expect(() => migrate(raw, [{ version: 2, description: "gap", up: () => {} }], "gap_scope")).toThrow(/contiguous/);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("refuses a database with a newer schema version", () => {
+    const file = path.join(freshDir(), "a2a.db");
+    openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
+    const raw = new Database(file);
+    raw.prepare("UPDATE a2a_schema_version SET version = ? WHERE name = ?").run(LATEST_SCHEMA_VERSION + 1, SCHEMA_NAME);
+    raw.close();
+    expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(file) }), "SCHEMA_TOO_NEW", new RegExp(`schema version ${LATEST_SCHEMA_VERSION + 1} .* only knows version ${LATEST_SCHEMA_VERSION}`));
+  });
+
+  it("turns runtime failures into TASK_STORE_UNAVAILABLE with the operation", () => {
+    const file = path.join(freshDir(), "a2a.db");
+    const storage = openStorage({ backend: "sqlite", url: dbUrl(file), busyTimeoutMs: 20 });
+    storage.tasks.create(makeTask("t1"), "alice");
+    const locker = new Database(file);
+    try {
+      locker.prepare("BEGIN IMMEDIATE").run();
+      expectA2AError(() => storage.tasks.save(makeTask("t1", { state: "completed" })), "TASK_STORE_UNAVAILABLE", { operation: "tasks.save" });
+      expectA2AError(() => storage.sessions.claim("ses_1", "a", 5), "TASK_STORE_UNAVAILABLE", { operation: "sessions.claim" });
+      expect(storage.tasks.get("t1")?.task.status.state).toBe("working"); // reads still work under WAL; nothing half-written
+      locker.prepare("ROLLBACK").run();
+      expect(storage.tasks.save(makeTask("t1", { state: "completed" })).applied).toBe(true);
+    } finally {
+      locker.close();
+      storage.close();
+    }
+    expectA2AError(() => storage.tasks.get("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.get" });
+    expectA2AError(() => storage.pushConfigs.list("t1"), "TASK_STORE_UNAVAILABLE", { operation: "pushConfigs.list" });
+  });
+
+  it("supports sqlite:///:memory:", () => {
+    const storage = openStorage({ backend: "sqlite", url: "sqlite:///:memory:" });
+    storage.tasks.create(makeTask("t1"), "alice");
+    expect(storage.tasks.count()).toBe(1);
+    expect(storage.description).toBe("sqlite (in-memory)");
+    storage.close();
+  });
+});
+
+describe("store URL and backend", () => {
+  const cwd = "/srv/app";
+  it.each([
+    ["sqlite:///./opencode-a2a.db", { kind: "file", path: "/srv/app/opencode-a2a.db" }],
+    ["sqlite:///data/a2a.db", { kind: "file", path: "/srv/app/data/a2a.db" }],
+    ["sqlite:///../up.db", { kind: "file", path: "/srv/up.db" }],
+    ["sqlite:////var/lib/a2a/a2a.db", { kind: "file", path: "/var/lib/a2a/a2a.db" }],
+    ["sqlite+aiosqlite:///./opencode-a2a.db", { kind: "file", path: "/srv/app/opencode-a2a.db" }],
+    ["sqlite+aiosqlite:////abs.db", { kind: "file", path: "/abs.db" }],
+    ["SQLite:///x.db", { kind: "file", path: "/srv/app/x.db" }],
+    ["sqlite:///:memory:", { kind: "memory" }],
+    ["sqlite+aiosqlite:///:memory:", { kind: "memory" }],
+  ])("%s", (url, expected) => {
+    expect(parseStoreUrl(url, cwd)).toEqual(expected);
+  });
+
+  it("defaults to ./opencode-a2a.db", () => {
+    expect(parseStoreUrl(undefined, cwd)).toEqual({ kind: "file", path: "/srv/app/opencode-a2a.db" });
+  });
+
+  it.each(["postgresql://u:p@h/db", "sqlite://", "sqlite:///", "sqlite:////", "sqlite:///a.db?mode=ro", "file:a.db", "", "sqlite:///dir/", "mysql+aiomysql:///x"])(
+    "rejects %j naming the variable and the accepted forms",
+    (url) => {
+      expectStorageError(() => parseStoreUrl(url, cwd), "INVALID_URL", /A2A_TASK_STORE_DATABASE_URL=.*Accepted forms: sqlite:\/\/\/relative/);
+    },
+  );
+
+  it("parses the backend", () => {
+    expect(parseStoreBackend(undefined)).toBe("sqlite");
+    expect(parseStoreBackend("database")).toBe("sqlite");
+    expect(parseStoreBackend("SQLite")).toBe("sqlite");
+    expect(parseStoreBackend("memory")).toBe("memory");
+    expectStorageError(() => parseStoreBackend("redis"), "INVALID_BACKEND", /A2A_TASK_STORE_BACKEND/);
+  });
+
+  it("scope keys: workspace wins over directory", () => {
+    expect(sessionScopeKey()).toBe("");
+    expect(sessionScopeKey({ directory: "/w" })).toBe("directory:/w");
+    expect(sessionScopeKey({ directory: "/w", workspaceId: "ws" })).toBe("workspace:ws");
+  });
+});
