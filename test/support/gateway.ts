@@ -23,18 +23,21 @@ export interface StartOptions {
 }
 
 export async function startGateway(env: Record<string, string> = {}, options: StartOptions = {}): Promise<StartedGateway> {
-  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, ...env });
-  const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
-    ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
-  });
-  const server = http.createServer(gateway.app.callback());
+  // Listen first, so the cards advertise the URL clients can actually reach (A2A_PUBLIC_URL unless given).
+  const server = http.createServer();
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...env });
+  const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
+    ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+  });
+  server.on("request", gateway.app.callback());
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     token: config.bearerToken,
     gateway,
     server,

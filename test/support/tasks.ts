@@ -1,0 +1,38 @@
+// A gateway with a working task runtime behind it: the stub OpenCode (tools/upstream/stub.ts), the real upstream
+// link (src/upstream) and an in-memory store unless the caller asks for SQLite.
+import { pino } from "pino";
+import { loadConfig } from "../../src/config/index.js";
+import { startUpstream, type Upstream } from "../../src/upstream/index.js";
+import { startStubUpstream, type StubUpstream, type StubUpstreamOptions } from "../../tools/upstream/stub.js";
+import { startGateway, TEST_TOKEN, type StartedGateway } from "./gateway.js";
+
+export interface TaskGateway {
+  gw: StartedGateway;
+  stub: StubUpstream;
+  upstream: Upstream;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startTaskGateway(env: Record<string, string> = {}, stubOptions: StubUpstreamOptions = {}): Promise<TaskGateway> {
+  const stub = await startStubUpstream(stubOptions);
+  const fullEnv = {
+    A2A_BEARER_TOKEN: TEST_TOKEN,
+    OPENCODE_BASE_URL: stub.url,
+    A2A_TASK_STORE_BACKEND: "memory",
+    ...env,
+  };
+  const upstream = await startUpstream(loadConfig(fullEnv), pino({ level: "silent" }));
+  const gw = await startGateway(fullEnv, { upstream });
+  return {
+    gw,
+    stub,
+    upstream,
+    url: gw.url,
+    async close() {
+      await gw.close();
+      await upstream.stop();
+      await stub.close();
+    },
+  };
+}
