@@ -363,11 +363,9 @@ export class TaskRuntime {
         (c) => sdk.sessionMessages({ ...c, path: { sessionID: sessionId }, query: { ...c.query, limit: 20 } }),
         { ...routing, sessionId },
       );
-      for (const m of Array.isArray(messages) ? messages : []) {
-        for (const part of m.parts) this.#applyAll(live, mapper.push({ id: "resync", type: "message.part.updated", properties: { sessionID: sessionId, part, time: Date.now() } } as never));
-        this.#applyAll(live, mapper.push({ id: "resync", type: "message.updated", properties: { sessionID: sessionId, info: m.info } } as never));
-      }
-      this.#applyAll(live, mapper.push({ id: "resync", type: "session.idle", properties: { sessionID: sessionId } } as never));
+      this.#applyAll(live, mapper.resync(Array.isArray(messages) ? messages : []));
+      // The idle itself was missed: the session is not busy any more, so the turn is over.
+      this.#applyAll(live, mapper.push({ id: "resync", type: "session.idle", properties: { sessionID: sessionId } }));
       return true;
     } catch (error) {
       this.opts.log.warn({ err: error instanceof Error ? error.message : String(error), taskId: live.task.id }, "resync after reconnect failed");

@@ -1,0 +1,262 @@
+// e2e: the real @a2a-js/sdk 1.3.0 client (ClientFactory, JSON-RPC and REST transports; 1.0 natively, 0.3 through
+// its legacy compatibility) against the gateway, in front of the real `opencode serve` driven by the scripted
+// model server. Tasks are stored in SQLite; a restarted gateway still serves them.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Role, TaskState } from "@a2a-js/sdk";
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from "@a2a-js/sdk/client";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/index.js";
+import { startUpstream, type Upstream } from "../../src/upstream/index.js";
+import { startHermeticOpencode, type HermeticOpencode } from "../../tools/upstream/hermetic.js";
+import { startModelServer, type ModelServer } from "../../tools/upstream/model-server.js";
+import { hang, text, tool } from "../../tools/upstream/script.js";
+import { startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+
+const PASSWORD = "e2e-sdk-opencode-password";
+let model: ModelServer;
+let oc: HermeticOpencode;
+let upstream: Upstream;
+let gw: StartedGateway;
+let scratch: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), "e2e-sdk-"));
+  model = await startModelServer();
+  oc = await startHermeticOpencode({ modelBaseUrl: model.baseUrl, password: PASSWORD });
+  // Sessions are created without a title request: the model server answers titles on its own.
+  fs.mkdirSync(path.join(oc.workspace, "sub"));
+  fs.symlinkSync(scratch, path.join(oc.workspace, "escape"));
+  env = {
+    A2A_BEARER_TOKEN: TEST_TOKEN,
+    OPENCODE_BASE_URL: oc.url,
+    OPENCODE_SERVER_PASSWORD: PASSWORD,
+    OPENCODE_WORKSPACE_ROOT: oc.workspace,
+    A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch, "tasks.db")}`,
+  };
+  upstream = await startUpstream(loadConfig(env), pino({ level: "silent" }));
+  gw = await startGateway(env, { upstream });
+}, 90_000);
+
+afterAll(async () => {
+  await gw?.close();
+  await upstream?.stop();
+  await oc?.stop();
+  await model?.close();
+  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+}, 30_000);
+
+type Binding = "JSONRPC" | "HTTP+JSON";
+type Line = "1.0" | "0.3";
+
+const bearer = {
+  async before(args: { options?: { serviceParameters?: Record<string, string> } }) {
+    args.options = { ...args.options, serviceParameters: { ...args.options?.serviceParameters, Authorization: `Bearer ${TEST_TOKEN}` } };
+  },
+  async after() {},
+};
+
+/**
+ * A client that speaks exactly `line` over exactly `binding`. For 0.3 the card is fetched the way the SDK does
+ * (with A2A-Version: 1.0) and only the 0.3 interfaces are kept, so the legacy transports are chosen (wire §17).
+ */
+async function client(url: string, line: Line, binding: Binding): Promise<Client> {
+  const legacyCompat = { enabled: line === "0.3" };
+  const filteringFetch: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    const card = (await res.json()) as { supportedInterfaces: { protocolVersion: string; protocolBinding: string }[] };
+    card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === line && i.protocolBinding === binding);
+    return new Response(JSON.stringify(card), { status: res.status, headers: { "content-type": "application/json" } });
+  };
+  const transport = binding === "JSONRPC" ? new JsonRpcTransportFactory({ legacyCompat }) : new RestTransportFactory({ legacyCompat });
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [transport],
+      preferredTransports: [binding],
+      cardResolver: new DefaultAgentCardResolver({ legacyCompat, fetchImpl: filteringFetch }),
+      clientConfig: { interceptors: [bearer] } as never,
+    }),
+  );
+  return factory.createFromUrl(url);
+}
+
+const textPart = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "text/plain" });
+
+function message(value: string, extra: { contextId?: string; taskId?: string; metadata?: Record<string, unknown> } = {}) {
+  return {
+    messageId: crypto.randomUUID(),
+    role: Role.ROLE_USER,
+    contextId: extra.contextId ?? "",
+    taskId: extra.taskId ?? "",
+    parts: [textPart(value)],
+    metadata: extra.metadata,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+const send = (m: ReturnType<typeof message>, configuration?: Record<string, unknown>) => ({ tenant: "", message: m, configuration: configuration as never, metadata: undefined });
+
+/** Text of an SDK artifact/message part list. */
+const textOf = (parts: { content?: { $case: string; value: unknown } }[] | undefined): string =>
+  (parts ?? []).map((p) => (p.content?.$case === "text" ? String(p.content.value) : "")).join("");
+
+/** The session the gateway created for a context: read from the task's metadata. */
+const sessionOf = (task: { metadata?: Record<string, any> }): string => task.metadata?.shared?.session?.id;
+
+const configs: [Line, Binding][] = [
+  ["1.0", "JSONRPC"],
+  ["1.0", "HTTP+JSON"],
+  ["0.3", "JSONRPC"],
+  ["0.3", "HTTP+JSON"],
+];
+
+describe.each(configs)("A2A %s over %s with @a2a-js/sdk", (line, binding) => {
+  let c: Client;
+  beforeAll(async () => {
+    c = await client(gw.url, line, binding);
+    expect(c.protocolVersion ?? line).toBe(line);
+  });
+
+  it("blocking send completes with the model's text, usage and history; multi-turn reuses the session", async () => {
+    model.script(text(["Hello ", "from ", "OpenCode."]));
+    const first: any = await c.sendMessage(send(message("say hello")));
+    expect(first.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const response = first.artifacts.find((a: any) => a.name === "response");
+    expect(textOf(response.parts)).toBe("Hello from OpenCode.");
+    expect(first.metadata.shared.usage.total_tokens).toBeGreaterThan(0);
+    expect(first.history.map((m: any) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
+
+    model.script(text(["Second ", "turn."]));
+    const second: any = await c.sendMessage(send(message("and again", { contextId: first.contextId })));
+    expect(second.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(second.contextId).toBe(first.contextId);
+    expect(second.id).not.toBe(first.id);
+    expect(sessionOf(second)).toBe(sessionOf(first));
+    // OpenCode saw both user turns in the one session.
+    const last = model.chatRequests().at(-1)!;
+    expect(model.lastUserText(last)).toBe("and again");
+    expect(JSON.stringify(last.body)).toContain("say hello");
+
+    const got: any = await c.getTask({ tenant: "", id: first.id, historyLength: 1 });
+    expect(got.history).toHaveLength(1);
+    expect(got.history[0].role).toBe(Role.ROLE_AGENT);
+  }, 60_000);
+
+  it("non-blocking send returns a working task that completes in the background", async () => {
+    model.script(text(["Background ", "done."], { delayMs: 150 }));
+    let task: any;
+    if (line === "0.3" && binding === "HTTP+JSON") {
+      // The SDK's 0.3 REST transport drops `blocking: false` from the body (a2a-wire §17), so it cannot ask for a
+      // non-blocking send; say it on the wire ourselves, as a 0.3 REST client does.
+      const res = await fetch(`${gw.url}/v1/message:send`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${TEST_TOKEN}` },
+        body: JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", content: [{ text: "work in the background" }] }, configuration: { blocking: false } }),
+      });
+      const body = (await res.json()) as { task: { id: string; status: { state: string } } };
+      expect(body.task.status.state).toMatch(/^TASK_STATE_(SUBMITTED|WORKING)$/);
+      task = body.task;
+    } else {
+      task = await c.sendMessage(send(message("work in the background"), { returnImmediately: true }));
+      expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status.state);
+    }
+    await expect
+      .poll(async () => ((await c.getTask({ tenant: "", id: task.id, historyLength: undefined as never })) as any).status.state, { timeout: 15_000 })
+      .toBe(TaskState.TASK_STATE_COMPLETED);
+  }, 60_000);
+
+  it("streams reasoning, a tool call and text in order with increasing sequence, then the terminal status", async () => {
+    model.script(tool("bash", { command: "echo streamed", description: "echo" }), text(["All ", "done."], { reasoning: ["Thinking..."] }));
+    const events: any[] = [];
+    for await (const ev of c.sendMessageStream(send(message("run a tool")))) events.push(ev.payload);
+    expect(events[0].$case).toBe("task");
+    const last = events.at(-1);
+    expect(last.$case).toBe("statusUpdate");
+    expect(last.value.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(last.value.metadata.shared.usage.total_tokens).toBeGreaterThan(0);
+    const blocks = events
+      .filter((e) => e.$case === "artifactUpdate")
+      .map((e) => e.value.artifact.metadata.shared.stream as { block_type: string; sequence: number });
+    const sequences = blocks.map((b) => b.sequence);
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
+    expect(new Set(sequences).size).toBe(sequences.length);
+    const kinds = [...new Set(blocks.map((b) => b.block_type))];
+    expect(kinds).toEqual(["tool_call", "reasoning", "text"]);
+    const streamed = events
+      .filter((e) => e.$case === "artifactUpdate" && e.value.artifact.metadata.shared.stream.block_type === "text")
+      .map((e) => textOf(e.value.artifact.parts))
+      .join("");
+    expect(streamed).toBe("All done.");
+    // The tool's output made it into the stream as structured data.
+    const toolEvent = events.find((e) => e.$case === "artifactUpdate" && e.value.artifact.metadata.shared.stream.block_type === "tool_call" && JSON.stringify(e.value).includes("completed"));
+    expect(JSON.stringify(toolEvent.value)).toContain("streamed");
+  }, 60_000);
+
+  it("lets a second client subscribe mid-stream and cancels the task: OpenCode stops", async () => {
+    model.script(hang({ chunks: ["working on it "] }));
+    const events: any[] = [];
+    const stream = c.sendMessageStream(send(message("a long task")));
+    const first = await stream.next();
+    const taskId = (first.value as any).payload.value.id;
+    events.push(first.value!.payload);
+    // Wait for the model to start answering, then attach a second client.
+    await expect.poll(() => model.requests.filter((r) => r.kind === "chat" && r.aborted === undefined && r.reply?.kind === "hang").length).toBeGreaterThan(0);
+    const other = await client(gw.url, line, binding);
+    const resubscribed: any[] = [];
+    const reading = (async () => {
+      for await (const ev of other.resubscribeTask({ tenant: "", id: taskId })) resubscribed.push(ev.payload);
+    })();
+    await expect.poll(() => resubscribed.length).toBeGreaterThan(0);
+    expect(resubscribed[0].$case).toBe("task");
+
+    const canceled: any = await c.cancelTask({ tenant: "", id: taskId, metadata: undefined });
+    expect(canceled.status.state).toBe(TaskState.TASK_STATE_CANCELED);
+    for await (const ev of stream as AsyncIterable<any>) events.push(ev.payload);
+    await reading;
+    expect(events.at(-1).value.status.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(resubscribed.at(-1).value.status.state).toBe(TaskState.TASK_STATE_CANCELED);
+    // OpenCode stopped the turn: the model stream was cut.
+    await expect.poll(() => model.requests.filter((r) => r.reply?.kind === "hang").at(-1)?.aborted, { timeout: 10_000 }).toBe(true);
+    // Idempotent.
+    expect(((await c.cancelTask({ tenant: "", id: taskId, metadata: undefined })) as any).status.state).toBe(TaskState.TASK_STATE_CANCELED);
+  }, 60_000);
+
+  it("refuses a directory that escapes the workspace through a symlink, and accepts one inside", async () => {
+    const escape = await c
+      .sendMessage(send(message("look around", { metadata: { opencode: { directory: path.join(oc.workspace, "escape") } } })))
+      .then(() => undefined, (e: unknown) => e);
+    expect(escape).toBeInstanceOf(Error);
+    expect(String((escape as Error).message)).toMatch(/outside the workspace root|Invalid params/i);
+
+    model.script(text(["Inside."]));
+    const inside: any = await c.sendMessage(send(message("look in sub", { metadata: { opencode: { directory: path.join(oc.workspace, "sub") } } })));
+    expect(inside.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  }, 60_000);
+});
+
+describe("ListTasks (1.0) and a gateway restart", () => {
+  it("lists the caller's tasks, and a restarted gateway serves every finished task from SQLite", async () => {
+    const c = await client(gw.url, "1.0", "JSONRPC");
+    model.script(text(["Kept."]));
+    const task: any = await c.sendMessage(send(message("remember me")));
+    expect(task.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const page: any = await c.listTasks({ tenant: "", contextId: task.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: "", historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: true } as never);
+    expect(page.tasks.map((t: any) => t.id)).toEqual([task.id]);
+    expect(page.totalSize).toBe(1);
+
+    const before = await c.getTask({ tenant: "", id: task.id, historyLength: undefined as never });
+    await gw.close();
+    gw = await startGateway(env, { upstream });
+    for (const [line, binding] of configs) {
+      const fresh = await client(gw.url, line, binding);
+      const after: any = await fresh.getTask({ tenant: "", id: task.id, historyLength: undefined as never });
+      expect(after.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf(after.artifacts.find((a: any) => a.name === "response").parts)).toBe("Kept.");
+      if (line === "1.0") expect(after).toEqual(before);
+    }
+  }, 60_000);
+});
