@@ -11,7 +11,7 @@ import { A2AError } from "../contract/errors.js";
 import type { Principal } from "../auth/index.js";
 import { resolveRouting, type Routing, type RoutingPolicy } from "../bridge/directory.js";
 import { sessionTitle, toPromptParts, userText } from "../bridge/parts.js";
-import type { SessionResolver } from "../bridge/sessions.js";
+import { explicitSessionId, type ResolvedSession, type SessionResolver } from "../bridge/sessions.js";
 import { StreamMapper } from "../bridge/stream-mapper.js";
 import {
   INTERRUPTED_STATES,
@@ -218,6 +218,12 @@ export class TaskRuntime {
       throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} has no turn to continue`, { task_id: message.taskId });
     }
     contextId ??= randomUUID();
+    // An explicitly named session is checked before anything is created: a session owned by someone else, or
+    // unknown to OpenCode, is the caller's error (SESSION_FORBIDDEN / SESSION_NOT_FOUND), not a failed task.
+    const preResolved =
+      explicitSessionId(metadata) === undefined
+        ? undefined
+        : await this.opts.sessions.resolve(principal, contextId, metadata, routing, sessionTitle(message));
 
     const taskId = randomUUID();
     const userMessage: Message = { ...structuredClone(message), taskId, contextId, role: "user" };
@@ -235,7 +241,7 @@ export class TaskRuntime {
     this.#live.set(taskId, live);
     const queue = attach?.(live) as T;
     this.#setStatus(live, { state: "working", timestamp: now() });
-    void this.#run(live, principal, params, parts, routing, acceptedOutputModes).catch((error: unknown) => {
+    void this.#run(live, principal, params, parts, routing, acceptedOutputModes, preResolved).catch((error: unknown) => {
       this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");
       this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
     });
@@ -249,12 +255,13 @@ export class TaskRuntime {
     parts: ReturnType<typeof toPromptParts>,
     routing: Routing,
     acceptedOutputModes: string[],
+    preResolved: ResolvedSession | undefined,
   ): Promise<void> {
     const message = params.message;
     const metadata = { ...(params.metadata ?? {}), ...(message.metadata ?? {}) };
-    let resolved;
+    let resolved: ResolvedSession;
     try {
-      resolved = await this.opts.sessions.resolve(principal, live.task.contextId, metadata, routing, sessionTitle(message));
+      resolved = preResolved ?? (await this.opts.sessions.resolve(principal, live.task.contextId, metadata, routing, sessionTitle(message)));
     } catch (error) {
       this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
       return;
@@ -389,9 +396,14 @@ export class TaskRuntime {
       return;
     }
     const changed = event.status.state !== live.state;
+    const shared = isObject(event.metadata?.shared) ? (event.metadata.shared as Metadata) : undefined;
+    const interrupt = isObject(shared?.interrupt) ? shared.interrupt : undefined;
+    if (interrupt !== undefined && typeof interrupt.type === "string") {
+      if (interrupt.phase === "asked") this.opts.metrics.interruptRequests.inc({ type: interrupt.type });
+      else if (interrupt.phase === "resolved") this.opts.metrics.interruptResolved.inc({ type: interrupt.type });
+    }
     live.task.status = event.status;
     if (changed) {
-      const interrupt = isObject(event.metadata?.shared) ? (event.metadata.shared as Metadata).interrupt : undefined;
       if (interrupt !== undefined) live.task.metadata = mergeShared(live.task.metadata, { interrupt });
       this.opts.store.save(live.task);
     }

@@ -11,7 +11,9 @@ const SHELL = "opencode.sessions.shell";
 let gw: StartedGateway;
 let shellOn: StartedGateway;
 beforeAll(async () => {
-  [gw, shellOn] = await Promise.all([startGateway(), startGateway({ A2A_ENABLE_SESSION_SHELL: "true" })]);
+  // One advertised URL for both, so their cards can only differ by the toggle.
+  const url = { A2A_PUBLIC_URL: "http://gateway.test:8000" };
+  [gw, shellOn] = await Promise.all([startGateway(url), startGateway({ ...url, A2A_ENABLE_SESSION_SHELL: "true" })]);
 });
 afterAll(async () => {
   await Promise.all([gw?.close(), shellOn?.close()]);
