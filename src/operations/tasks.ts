@@ -69,7 +69,7 @@ export function taskHandlers(runtime: TaskRuntime): Record<string, MethodHandler
         },
         {
           ...(list.historyLength === undefined ? {} : { historyLength: list.historyLength }),
-          includeArtifacts: list.includeArtifacts ?? codec.wire !== "1.0",
+          includeArtifacts: list.includeArtifacts ?? false,
         },
       );
     },

@@ -55,21 +55,25 @@ const TEXT_PLAIN = "text/plain";
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** An error of a task (A2A) turned into the metadata a failed task carries. */
+/** The failure of a turn as `metadata.opencode.error` (spec: OpenCodeErrorMetadata). */
 function errorMetadata(error: UpstreamError | A2AError): Metadata {
   if (error instanceof UpstreamError) {
     const a2a = error.toA2AError();
     return {
-      error: {
-        type: a2a.reason,
-        kind: error.kind,
-        message: error.detail,
-        ...(error.status === undefined ? {} : { upstream_status: error.status }),
-        ...(error.upstreamName === undefined ? {} : { upstream_error: error.upstreamName }),
-      },
+      type: a2a.reason,
+      kind: error.kind,
+      message: error.detail,
+      ...(error.status === undefined ? {} : { upstream_status: error.status }),
+      ...(error.upstreamName === undefined ? {} : { upstream_error: error.upstreamName }),
     };
   }
-  return { error: { type: error.reason, message: error.message } };
+  return { type: error.reason, message: error.message };
+}
+
+function mergeOpencode(metadata: Metadata | undefined, opencode: Metadata): Metadata {
+  const base = metadata ?? {};
+  const current = isObject(base.opencode) ? base.opencode : {};
+  return { ...base, opencode: { ...current, ...opencode } };
 }
 
 function mergeShared(metadata: Metadata | undefined, shared: Metadata): Metadata {
@@ -105,6 +109,7 @@ class LiveTask {
   /** Resolves when the task is terminal or interrupted (what a blocking send waits for). */
   readonly #waiters = new Set<() => void>();
   sessionId: string | undefined;
+  persistTimer: NodeJS.Timeout | undefined;
 
   constructor(
     public task: Task,
@@ -128,6 +133,8 @@ class LiveTask {
   }
 }
 
+type TurnOutcome = "completed" | "failed" | "vanished";
+
 export interface StreamHandle {
   events: EventQueue;
   /** Called when the client goes away. */
@@ -136,6 +143,8 @@ export interface StreamHandle {
 
 export class TaskRuntime {
   readonly #live = new Map<string, LiveTask>();
+  /** Set by shutdown(): turns still running are left as stored (the next start marks them failed). */
+  #stopped = false;
 
   constructor(private readonly opts: RuntimeOptions) {}
 
@@ -266,23 +275,39 @@ export class TaskRuntime {
       this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
       return;
     }
-    const sessionId = resolved.sessionId;
-    live.sessionId = sessionId;
-    live.task.metadata = mergeShared(live.task.metadata, { session: { id: sessionId } });
     const model = modelOf(metadata);
-    const ok = await this.opts.sessions.withLock(sessionId, () =>
-      this.#turn(live, sessionId, routing, {
-        parts,
-        ...(model === undefined ? {} : { model }),
-      }, acceptedOutputModes, userText(message)),
-    );
+    const body = { parts, ...(model === undefined ? {} : { model }) };
+    const run = (session: ResolvedSession, mayVanish: boolean): Promise<TurnOutcome> => {
+      live.sessionId = session.sessionId;
+      live.task.metadata = mergeShared(live.task.metadata, { session: { id: session.sessionId } });
+      return this.opts.sessions.withLock(session.sessionId, () =>
+        this.#turn(live, session.sessionId, routing, body, acceptedOutputModes, userText(message), mayVanish),
+      );
+    };
+    // A bound session can vanish upstream (deleted, or an OpenCode data reset): forget the binding and run the turn
+    // once more on a fresh session of the same context.
+    let outcome = await run(resolved, resolved.bindingKey !== undefined && !resolved.claimed);
+    if (outcome === "vanished" && resolved.bindingKey !== undefined) {
+      this.opts.log.warn({ taskId: live.task.id, sessionId: resolved.sessionId }, "bound session vanished upstream; creating a new one");
+      this.opts.sessions.forget(principal, resolved.bindingKey);
+      try {
+        resolved = await this.opts.sessions.resolve(principal, live.task.contextId, metadata, routing, sessionTitle(message));
+      } catch (error) {
+        this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+        return;
+      }
+      outcome = await run(resolved, false);
+    }
     if (resolved.claimed) {
-      if (ok) this.opts.sessions.confirm(principal, sessionId);
-      else this.opts.sessions.release(principal, sessionId);
+      if (outcome === "completed") this.opts.sessions.confirm(principal, resolved.sessionId);
+      else this.opts.sessions.release(principal, resolved.sessionId);
     }
   }
 
-  /** Runs one prompt on the session and maps its events; resolves true when the turn completed. */
+  /**
+   * Runs one prompt on the session and maps its events. "vanished": OpenCode does not know the session (404 on
+   * the prompt) and `mayVanish` allowed the caller to retry on a new one; the task is then left untouched.
+   */
   async #turn(
     live: LiveTask,
     sessionId: string,
@@ -290,8 +315,9 @@ export class TaskRuntime {
     body: { parts: ReturnType<typeof toPromptParts>; model?: { providerID: string; modelID: string } },
     acceptedOutputModes: string[],
     text: string,
-  ): Promise<boolean> {
-    if (isTerminal(live.state)) return false; // canceled while waiting for the session
+    mayVanish: boolean,
+  ): Promise<TurnOutcome> {
+    if (isTerminal(live.state)) return "failed"; // canceled while waiting for the session
     let sub: Subscription | undefined;
     const timers: NodeJS.Timeout[] = [];
     try {
@@ -304,11 +330,16 @@ export class TaskRuntime {
         userText: text,
         acceptedOutputModes,
       });
-      await this.opts.upstream.call(
-        "sessionPromptAsync",
-        (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: sessionId }, body }),
-        { ...routing, sessionId, signal: live.abort.signal },
-      );
+      try {
+        await this.opts.upstream.call(
+          "sessionPromptAsync",
+          (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: sessionId }, body }),
+          { ...routing, sessionId, signal: live.abort.signal },
+        );
+      } catch (error) {
+        if (mayVanish && error instanceof UpstreamError && error.kind === "http" && error.status === 404) return "vanished";
+        throw error;
+      }
       const stop = (reason: UpstreamError | A2AError): void => {
         if (!isTerminal(live.state)) this.#fail(live, reason);
         sub?.close();
@@ -346,17 +377,17 @@ export class TaskRuntime {
         }
         if (terminal) break;
       }
-      if (isTerminal(live.state)) return false;
-      return this.#complete(live, mapper);
+      if (isTerminal(live.state) || this.#stopped) return "failed";
+      return this.#complete(live, mapper) ? "completed" : "failed";
     } catch (error) {
       if (!isTerminal(live.state)) {
         this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
       }
-      return false;
+      return "failed";
     } finally {
       for (const t of timers) clearTimeout(t);
       sub?.close();
-      this.#live.delete(live.task.id);
+      if (isTerminal(live.state) || this.#stopped) this.#live.delete(live.task.id);
     }
   }
 
@@ -388,6 +419,7 @@ export class TaskRuntime {
     if (isTerminal(live.state)) return;
     if (event.kind === "artifact-update") {
       live.task.artifacts = applyArtifact(live.task.artifacts ?? [], event);
+      this.#persistSoon(live);
       if (event.artifact.metadata?.shared !== undefined && (event.artifact.metadata.shared as Metadata).stream !== undefined) {
         const block = ((event.artifact.metadata.shared as Metadata).stream as Metadata).block_type;
         if (block === "tool_call") this.opts.metrics.toolCallChunks.inc();
@@ -411,14 +443,29 @@ export class TaskRuntime {
     live.wake();
   }
 
+  /** Streamed output reaches the store at most once a second (compact snapshots), so a crash loses little. */
+  #persistSoon(live: LiveTask): void {
+    if (live.persistTimer !== undefined) return;
+    live.persistTimer = setTimeout(() => {
+      live.persistTimer = undefined;
+      if (!isTerminal(live.state) && !this.#stopped) this.opts.store.save(live.task);
+    }, 1_000);
+    live.persistTimer.unref();
+  }
+
   #complete(live: LiveTask, mapper: StreamMapper): boolean {
     const result = mapper.finish();
+    if (!isTerminal(result.state)) {
+      // The event stream ended without the turn's end (hub stopped): never report a running task as finished.
+      this.#fail(live, new UpstreamError({ kind: "unreachable", operation: "event-stream", detail: "the upstream event stream ended before the turn finished" }));
+      return false;
+    }
     if (result.finalTextChunk !== undefined) this.#apply(live, result.finalTextChunk);
     live.task.artifacts = result.artifacts;
     const usage = result.usage === undefined ? {} : { usage: result.usage };
     live.task.metadata = mergeShared(live.task.metadata, usage);
     if (result.error !== undefined && result.state !== "completed") {
-      this.#finish(live, result.state, result.error.detail, { ...usage, ...errorMetadata(result.error) });
+      this.#finish(live, result.state, result.error.detail, usage, errorMetadata(result.error));
       return false;
     }
     const reply: Message = {
@@ -436,12 +483,14 @@ export class TaskRuntime {
   #fail(live: LiveTask, error: UpstreamError | A2AError): void {
     const state: TaskState = error instanceof UpstreamError ? error.taskState : "failed";
     const text = error instanceof UpstreamError ? error.detail : error.message;
-    this.#finish(live, state, text, errorMetadata(error));
+    this.#finish(live, state, text, {}, errorMetadata(error));
   }
 
   /** The single place a task becomes terminal: snapshot, store (first terminal wins), final event, close. */
-  #finish(live: LiveTask, state: TaskState, statusText: string | undefined, shared: Metadata): void {
-    if (isTerminal(live.state)) return;
+  #finish(live: LiveTask, state: TaskState, statusText: string | undefined, shared: Metadata, error?: Metadata): void {
+    if (isTerminal(live.state) || this.#stopped) return;
+    if (live.persistTimer !== undefined) clearTimeout(live.persistTimer);
+    live.persistTimer = undefined;
     const status = {
       state,
       timestamp: now(),
@@ -459,6 +508,7 @@ export class TaskRuntime {
     };
     live.task.status = status;
     live.task.metadata = mergeShared(live.task.metadata, shared);
+    if (error !== undefined) live.task.metadata = mergeOpencode(live.task.metadata, { error });
     this.opts.store.save(live.task);
     this.opts.metrics.tasksFinished.inc({ state });
     live.fanout.publish({
@@ -467,7 +517,10 @@ export class TaskRuntime {
       contextId: live.task.contextId,
       status: structuredClone(status),
       final: true,
-      metadata: { shared: { ...(live.sessionId === undefined ? {} : { session: { id: live.sessionId } }), ...shared } },
+      metadata: {
+        shared: { ...(live.sessionId === undefined ? {} : { session: { id: live.sessionId } }), ...shared },
+        ...(error === undefined ? {} : { opencode: { error } }),
+      },
     });
     live.fanout.close();
     live.wake();
@@ -574,6 +627,7 @@ export class TaskRuntime {
 
   /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */
   shutdown(): void {
+    this.#stopped = true;
     for (const live of this.#live.values()) {
       live.abort.abort();
       live.fanout.close();

@@ -107,7 +107,10 @@ function failOrphanedTasks(storage: Storage, log: Logger): number {
             timestamp: new Date().toISOString(),
             message: { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text: reason }], taskId: task.id, contextId: task.contextId },
           },
-          metadata: { ...(task.metadata ?? {}), error: { type: "GATEWAY_RESTARTED", message: reason } },
+          metadata: {
+            ...(task.metadata ?? {}),
+            opencode: { ...((task.metadata?.opencode as Record<string, unknown> | undefined) ?? {}), error: { type: "GATEWAY_RESTARTED", message: reason } },
+          },
         });
         failed++;
       }
