@@ -239,7 +239,8 @@ export class TaskRuntime {
     const task: Task = {
       id: taskId,
       contextId,
-      status: { state: "submitted", timestamp: now() },
+      // Working from the start: the turn is handed to OpenCode right away (one store write fewer per task).
+      status: { state: "working", timestamp: now() },
       history: [userMessage],
       metadata: {
         opencode: { output_negotiation: { accepted_output_modes: acceptedOutputModes } },
@@ -249,7 +250,6 @@ export class TaskRuntime {
     this.opts.store.create(task, principal.id, { acceptedOutputModes, ...("directory" in routing ? { directory: routing.directory } : {}) });
     this.#live.set(taskId, live);
     const queue = attach?.(live) as T;
-    this.#setStatus(live, { state: "working", timestamp: now() });
     void this.#run(live, principal, params, parts, routing, acceptedOutputModes, preResolved).catch((error: unknown) => {
       this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");
       this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
@@ -526,12 +526,6 @@ export class TaskRuntime {
     live.wake();
   }
 
-  #setStatus(live: LiveTask, status: Task["status"]): void {
-    live.task.status = status;
-    this.opts.store.save(live.task);
-    live.fanout.publish({ kind: "status-update", taskId: live.task.id, contextId: live.task.contextId, status: structuredClone(status), final: false });
-  }
-
   // ---- get / list -----------------------------------------------------------------------------------------
 
   /** The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". */
@@ -546,7 +540,10 @@ export class TaskRuntime {
   }
 
   get(principal: Principal, taskId: string): Task {
-    return structuredClone(this.#visible(principal, taskId).task);
+    const live = this.#live.get(taskId);
+    const { task } = this.#visible(principal, taskId);
+    // A stored task is a fresh copy already; a live one is still being written to.
+    return live !== undefined && live.task === task ? structuredClone(task) : task;
   }
 
   list(principal: Principal, params: ListParams) {

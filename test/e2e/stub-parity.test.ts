@@ -86,7 +86,14 @@ function label(item: HubItem): string | undefined {
 
 function project(items: HubItem[]): string[] {
   const out: string[] = [];
+  // The user's own message and its parts are published around the prompt in an order that varies between runs
+  // of the real server; the bridge ignores them, so the projection does too.
+  const userMessages = new Set<string>();
   for (const item of items) {
+    if (item.type === "event" && item.event.type === "message.updated" && item.event.properties.info.role === "user") userMessages.add(item.event.properties.info.id);
+  }
+  for (const item of items) {
+    if (item.type === "event" && item.event.type === "message.part.updated" && userMessages.has(item.event.properties.part.messageID)) continue;
     const l = label(item);
     if (l !== undefined && out.at(-1) !== l) out.push(l); // repeats (deltas, running updates) collapse
   }

@@ -11,6 +11,8 @@
 //      store filled through src/storage before it starts; and the memory-store gateway of part 1, topped up to
 //      10,000 tasks through message/send) against an @a2a-js/sdk 1.3.0 server (tools/bench/sdk-server.ts) with
 //      InMemoryTaskStore and with DatabaseTaskStore on SQLite, holding the same task content.
+// Next to the rates, the CPU time each process used per turn / per GetTask is reported (Linux /proc/<pid>/stat):
+// on a small shared machine it says more about where the time goes than the rates, which other load moves.
 //
 // Only 127.0.0.1; bounded by request counts and a 180 s deadline; every child process is stopped at the end.
 //

@@ -35,6 +35,15 @@ function invalidRequest(detail: string, field?: string): A2AError {
   return new A2AError("INVALID_REQUEST", `Invalid JSON-RPC Request: ${detail}`, field ? { field } : {});
 }
 
+/**
+ * A JSON body serialized once: with an object body Koa would stringify it twice (koa-compress asks for the
+ * length before Koa writes it).
+ */
+export function json(ctx: Context, value: unknown): void {
+  ctx.type = "application/json";
+  ctx.body = JSON.stringify(value);
+}
+
 export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
   const byName = new Map(deps.catalog.methods.map((m) => [m.name, m]));
 
@@ -119,7 +128,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       }
       const responses = (await Promise.all(body.map((r) => callOne(r, state, true)))).filter((r): r is Response => r !== null && !("stream" in r));
       if (responses.length === 0) ctx.status = 204;
-      else ctx.body = responses;
+      else json(ctx, responses);
       return;
     }
     const response = await callOne(body, state, false, (line) => ctx.set("A2A-Version", line));
@@ -133,6 +142,6 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
           return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(error)) };
         },
       });
-    } else ctx.body = response;
+    } else json(ctx, response);
   };
 }

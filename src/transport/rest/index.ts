@@ -13,6 +13,7 @@ import { methodForOperation, type MethodHandler } from "../../operations/index.j
 import type { RequestState } from "../../server/state.js";
 import { restError } from "../../protocol/errors.js";
 import { EventStream, sendEventStream } from "../sse.js";
+import { json } from "../jsonrpc/index.js";
 
 export interface RestDeps {
   catalog: Catalog;
@@ -84,7 +85,7 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
         return;
       }
       ctx.status = 200;
-      ctx.body = result ?? {};
+      json(ctx, result ?? {});
     });
   }
   return routes;
