@@ -21,6 +21,8 @@ export interface OperationDeps {
   extendedCard(line: ProtocolLine): Record<string, unknown>;
   /** The task runtime; without one (no OpenCode upstream) task operations answer UPSTREAM_UNREACHABLE. */
   tasks?: TaskRuntime;
+  /** Extension method handlers by JSON-RPC name (src/extensions). */
+  extensions?: Record<string, MethodHandler>;
 }
 
 function notImplemented(m: MethodEntry): MethodHandler {
@@ -62,6 +64,7 @@ export function buildMethodRegistry(catalog: Catalog, deps: OperationDeps): Map<
   for (const m of catalog.methods) {
     if (m.not_implemented_until) registry.set(m.name, notImplemented(m));
     else if (m.operation && byOperation[m.operation]) registry.set(m.name, byOperation[m.operation]!);
+    else if (m.surface !== "core") registry.set(m.name, deps.extensions?.[m.name] ?? noUpstream);
   }
   return registry;
 }

@@ -49,6 +49,8 @@ export interface RuntimeOptions {
   turnTimeoutMs: number;
   /** How long a turn waits for the upstream event stream to come back before it fails. */
   reconnectGraceMs: number;
+  /** The interrupt registry; settable after construction (it needs the runtime itself). */
+  interrupts?: InterruptHooks;
 }
 
 const TEXT_PLAIN = "text/plain";
@@ -135,6 +137,27 @@ class LiveTask {
 
 type TurnOutcome = "completed" | "failed" | "vanished";
 
+/** An OpenCode permission or question a live task waits on. */
+export interface PendingInterrupt {
+  requestId: string;
+  type: "permission" | "question";
+  /** As published at `metadata.shared.interrupt.details` (questions, options, reply_options, …). */
+  details: Metadata;
+  taskId: string;
+  contextId: string;
+  sessionId: string;
+  owner: string;
+  routing: Routing;
+}
+
+/** Where the interrupt registry (src/extensions/interrupts.ts) plugs into the runtime. */
+export interface InterruptHooks {
+  asked(interrupt: PendingInterrupt): void;
+  resolved(event: { requestId: string; type: "permission" | "question"; taskId: string }): void;
+  /** Answer the pending interrupt with a follow-up message (question: its text); throws a typed A2AError. */
+  answer?(principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void>;
+}
+
 export interface StreamHandle {
   events: EventQueue;
   /** Called when the client goes away. */
@@ -147,6 +170,11 @@ export class TaskRuntime {
   #stopped = false;
 
   constructor(private readonly opts: RuntimeOptions) {}
+
+  /** Plugs the interrupt registry in (it is built after the runtime, which it uses). */
+  setInterruptHooks(hooks: InterruptHooks): void {
+    this.opts.interrupts = hooks;
+  }
 
   /** Tasks with a turn in progress. */
   get active(): number {
@@ -217,7 +245,17 @@ export class TaskRuntime {
           state: previous.task.status.state,
         });
       }
-      if (this.#live.has(message.taskId)) {
+      const existing = this.#live.get(message.taskId);
+      const pending = existing === undefined ? undefined : this.#pendingInterrupt(existing);
+      if (existing !== undefined && pending !== undefined && this.opts.interrupts?.answer !== undefined) {
+        // The A2A way of answering OpenCode's question: a follow-up message to the input-required task.
+        const answer: Message = { ...structuredClone(message), taskId: existing.task.id, contextId: existing.task.contextId, role: "user" };
+        await this.opts.interrupts.answer(principal, pending, answer);
+        existing.task.history = [...(existing.task.history ?? []), answer];
+        this.#resume(existing);
+        return Object.assign(existing, { queue: attach?.(existing) as T });
+      }
+      if (existing !== undefined) {
         throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} is still ${previous.task.status.state}; wait for it or cancel it`, {
           task_id: message.taskId,
           state: previous.task.status.state,
@@ -430,9 +468,24 @@ export class TaskRuntime {
     const changed = event.status.state !== live.state;
     const shared = isObject(event.metadata?.shared) ? (event.metadata.shared as Metadata) : undefined;
     const interrupt = isObject(shared?.interrupt) ? shared.interrupt : undefined;
-    if (interrupt !== undefined && typeof interrupt.type === "string") {
-      if (interrupt.phase === "asked") this.opts.metrics.interruptRequests.inc({ type: interrupt.type });
-      else if (interrupt.phase === "resolved") this.opts.metrics.interruptResolved.inc({ type: interrupt.type });
+    if (interrupt !== undefined && typeof interrupt.type === "string" && typeof interrupt.request_id === "string") {
+      const type = interrupt.type === "permission" ? "permission" : "question";
+      if (interrupt.phase === "asked") {
+        this.opts.metrics.interruptRequests.inc({ type });
+        this.opts.interrupts?.asked({
+          requestId: interrupt.request_id,
+          type,
+          details: isObject(interrupt.details) ? interrupt.details : {},
+          taskId: live.task.id,
+          contextId: live.task.contextId,
+          sessionId: live.sessionId ?? "",
+          owner: live.owner,
+          routing: live.routing,
+        });
+      } else if (interrupt.phase === "resolved") {
+        this.opts.metrics.interruptResolved.inc({ type });
+        this.opts.interrupts?.resolved({ requestId: interrupt.request_id, type, taskId: live.task.id });
+      }
     }
     live.task.status = event.status;
     if (changed) {
@@ -441,6 +494,60 @@ export class TaskRuntime {
     }
     live.fanout.publish(event);
     live.wake();
+  }
+
+  /** The interrupt a live task waits on (from its last input-required status), if any. */
+  #pendingInterrupt(live: LiveTask): PendingInterrupt | undefined {
+    if (live.state !== "input-required" || live.sessionId === undefined) return undefined;
+    const shared = isObject(live.task.metadata?.shared) ? (live.task.metadata.shared as Metadata) : undefined;
+    const interrupt = isObject(shared?.interrupt) ? shared.interrupt : undefined;
+    if (interrupt === undefined || interrupt.phase !== "asked" || typeof interrupt.request_id !== "string") return undefined;
+    if (interrupt.type !== "permission" && interrupt.type !== "question") return undefined;
+    return {
+      requestId: interrupt.request_id,
+      type: interrupt.type,
+      details: isObject(interrupt.details) ? interrupt.details : {},
+      taskId: live.task.id,
+      contextId: live.task.contextId,
+      sessionId: live.sessionId,
+      owner: live.owner,
+      routing: live.routing,
+    };
+  }
+
+  /** The pending interrupt of a task the caller can see (for tasks/provideInputAndContinue). */
+  pendingInterrupt(principal: Principal, taskId: string): PendingInterrupt | undefined {
+    this.#visible(principal, taskId);
+    const live = this.#live.get(taskId);
+    return live === undefined ? undefined : this.#pendingInterrupt(live);
+  }
+
+  /**
+   * After the caller answered the pending interrupt: the task is working again at once (OpenCode confirms with
+   * its *.replied event shortly after), so a blocking send waits for the continued turn.
+   */
+  resume(principal: Principal, taskId: string): Task {
+    this.#visible(principal, taskId);
+    const live = this.#live.get(taskId);
+    if (live === undefined) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
+    this.#resume(live);
+    return structuredClone(live.task);
+  }
+
+  #resume(live: LiveTask): void {
+    if (live.state !== "input-required") return;
+    const status = { state: "working" as const, timestamp: now() };
+    live.task.status = status;
+    this.opts.store.save(live.task);
+    live.fanout.publish({ kind: "status-update", taskId: live.task.id, contextId: live.task.contextId, status: structuredClone(status), final: false });
+  }
+
+  /** Resolves when the task is terminal or interrupted again (blocking tasks/provideInputAndContinue). */
+  async settled(principal: Principal, taskId: string): Promise<Task> {
+    this.#visible(principal, taskId);
+    const live = this.#live.get(taskId);
+    if (live !== undefined) await live.settled();
+    return this.get(principal, taskId);
   }
 
   /** Streamed output reaches the store at most once a second (compact snapshots), so a crash loses little. */

@@ -23,6 +23,7 @@ import { hasScope, type Principal } from "../auth/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../runtime/metrics.js";
 import { TaskRuntime } from "../runtime/tasks.js";
+import { extensionHandlers } from "../extensions/index.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import type { RequestState } from "./state.js";
 
@@ -140,6 +141,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     },
   });
   let runtime: TaskRuntime | undefined;
+  let sessions: SessionResolver | undefined;
+  const routing = { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride };
   let storage = deps.storage;
   const ownsStorage = storage === undefined && deps.upstream !== undefined;
   const metrics = new Metrics({
@@ -149,12 +152,13 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl });
     failOrphanedTasks(storage, log);
     const upstream = deps.upstream;
+    sessions = new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000);
     runtime = new TaskRuntime({
       store: storage.tasks,
       upstream: upstream.client,
       hub: upstream.hub,
-      sessions: new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000),
-      routing: { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride },
+      sessions,
+      routing,
       metrics,
       log: log.child({ component: "tasks" }),
       cancelAbortTimeoutMs: config.cancelAbortTimeout * 1000,
@@ -162,9 +166,24 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       reconnectGraceMs: config.turnReconnectGrace * 1000,
     });
   }
+  const extensions =
+    runtime === undefined || deps.upstream === undefined || storage === undefined || sessions === undefined
+      ? undefined
+      : extensionHandlers({
+          config,
+          upstream: deps.upstream.client,
+          hub: deps.upstream.hub,
+          storage,
+          runtime,
+          sessions,
+          routing,
+          metrics,
+          log: log.child({ component: "extensions" }),
+        });
   const registry = buildMethodRegistry(catalog, {
     extendedCard: (line) => discovery.cardObject(line, true),
     ...(runtime === undefined ? {} : { tasks: runtime }),
+    ...(extensions === undefined ? {} : { extensions }),
   });
   await preloadValidators([
     ...catalog.methods.map((m) => m.params_schema),
