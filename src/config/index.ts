@@ -206,6 +206,8 @@ export const variables = {
   pendingClaimTtl: seconds("A2A_PENDING_SESSION_CLAIM_TTL_SECONDS", 30, 1, 86_400, "How long an explicit `metadata.shared.session.id` is reserved for its caller before its first turn succeeds."),
   cancelAbortTimeout: seconds("A2A_CANCEL_ABORT_TIMEOUT_SECONDS", 2, 0.1, 300, "Cancel answers at once; the upstream abort is given this long."),
   turnReconnectGrace: seconds("A2A_TURN_RECONNECT_GRACE_SECONDS", 30, 1, 3_600, "A running task whose upstream event stream is lost fails if it is not back within this time."),
+  interruptTtl: seconds("A2A_INTERRUPT_REQUEST_TTL_SECONDS", 10_800, 1, 2_592_000, "How long a permission or question request stays answerable through `a2a.interrupt.*`."),
+  interruptTombstoneTtl: seconds("A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS", 600, 0, 2_592_000, "After expiry, replies get INTERRUPT_REQUEST_EXPIRED for this long, then INTERRUPT_REQUEST_NOT_FOUND."),
   metricsEnabled: bool("A2A_METRICS_ENABLED", true, "Serve Prometheus metrics at `GET /metrics` (authenticated)."),
   sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
   sandboxFilesystemScope: oneOf("A2A_SANDBOX_FILESYSTEM_SCOPE", FS_SCOPES, "unknown", "Declared filesystem scope."),
