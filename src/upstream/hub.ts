@@ -55,6 +55,8 @@ export interface EventHubOptions {
   log?: Pick<Logger, "info" | "warn" | "debug">;
   /** For tests: jitter source. */
   random?: () => number;
+  /** fetch used for the event stream (default: global fetch with the sync frames filtered out). */
+  fetch?: typeof fetch;
 }
 
 export interface SubscribeOptions {
@@ -87,6 +89,55 @@ export interface HubStatus {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+const FRAME_END = Buffer.from("\n\n");
+const SYNC_MARKER = Buffer.from('"payload":{"type":"sync"');
+
+/**
+ * Drops the global stream's `sync` frames (event-sourcing copies of events the hub receives anyway) before the
+ * generated SSE client JSON-parses them: about half of all frames of a turn. Works on bytes, frame by frame
+ * (OpenCode frames are `data: <json>\n\n`); everything else passes through unchanged.
+ */
+export function withoutSyncFrames(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  let pending: Buffer = Buffer.alloc(0);
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const data = pending.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([pending, chunk]);
+        // One forward scan for the marker per chunk (not per frame), and runs of kept frames are passed as one slice.
+        const kept: Buffer[] = [];
+        let start = 0;
+        let runStart = 0;
+        let marker = data.indexOf(SYNC_MARKER);
+        for (;;) {
+          const end = data.indexOf(FRAME_END, start);
+          if (end < 0) break;
+          const next = end + FRAME_END.length;
+          if (marker >= start && marker < end) {
+            if (start > runStart) kept.push(data.subarray(runStart, start));
+            runStart = next;
+            marker = data.indexOf(SYNC_MARKER, next);
+          }
+          start = next;
+        }
+        if (start > runStart) kept.push(data.subarray(runStart, start));
+        pending = start < data.length ? Buffer.from(data.subarray(start)) : Buffer.alloc(0);
+        if (kept.length === 1) controller.enqueue(kept[0]!);
+        else if (kept.length > 1) controller.enqueue(Buffer.concat(kept));
+      },
+      flush(controller) {
+        if (pending.length > 0) controller.enqueue(pending);
+      },
+    }),
+  );
+}
+
+/** fetch for the event subscription: the response body without sync frames. */
+const eventFetch: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  if (!response.ok || response.body === null) return response;
+  return new Response(withoutSyncFrames(response.body), { status: response.status, statusText: response.statusText, headers: response.headers });
+};
 
 /** The session an OpenCode event belongs to (properties.sessionID | info.sessionID | part.sessionID). */
 export function sessionIdOf(event: { properties?: unknown }): string | undefined {
@@ -399,6 +450,7 @@ export class EventHub {
           client: this.#opts.upstream.client,
           signal: controller.signal,
           headers: { accept: "text/event-stream" },
+          fetch: this.#opts.fetch ?? eventFetch,
           // Reconnects are ours (backoff with jitter, typed errors); the generated client makes one attempt.
           sseMaxRetryAttempts: 1,
           onSseError: (error) => {
