@@ -17,7 +17,12 @@ async function run(input: string, chunkSize: number): Promise<string> {
   });
   let out = "";
   const decoder = new TextDecoder();
-  for await (const c of withoutSyncFrames(source)) out += decoder.decode(c, { stream: true });
+  const reader = withoutSyncFrames(source).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += decoder.decode(value, { stream: true });
+  }
   return out + decoder.decode();
 }
 
