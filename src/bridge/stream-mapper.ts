@@ -61,6 +61,13 @@ export const TEXT_PART_SEPARATOR = "\n\n";
 /** The replies a client may give to a permission request (a2a.interrupt.permission.reply). */
 export const PERMISSION_REPLIES = ["once", "always", "reject"] as const;
 
+/** The advertised permission decisions (spec: PermissionOption). */
+export const PERMISSION_OPTIONS = [
+  { id: "once", label: "Allow once" },
+  { id: "always", label: "Always allow" },
+  { id: "reject", label: "Reject" },
+] as const;
+
 export interface TurnContext {
   taskId: string;
   contextId: string;
@@ -556,7 +563,12 @@ export class StreamMapper {
     if (!this.#started || requestId === undefined || this.#interrupts.has(requestId)) return;
     this.#interrupts.set(requestId, { type, pending: true });
     const { sessionID: _s, id: _i, ...rest } = p;
-    const details: Record<string, unknown> = type === "permission" ? { ...rest, reply_options: [...PERMISSION_REPLIES] } : { ...rest, questions: normalizeQuestions(p.questions) };
+    // Permission choices as the contract declares them (permission_options [{id, label}]); reply_options keeps the
+    // bare ids for clients of the reference implementation.
+    const details: Record<string, unknown> =
+      type === "permission"
+        ? { ...rest, permission_options: PERMISSION_OPTIONS.map((o) => ({ ...o })), reply_options: [...PERMISSION_REPLIES] }
+        : { ...rest, questions: normalizeQuestions(p.questions) };
     const tool = isObject(p.tool) ? str(p.tool.messageID) : undefined;
     const message: Message = {
       messageId: `${this.#ctx.taskId}:interrupt:${requestId}`,

@@ -1,7 +1,370 @@
-// Extension family: interrupts (filled in by issue 5).
+// Extension family: interactive interrupts (issue 5 §3).
+//
+// The registry: every `permission.asked` / `question.asked` the runtime maps becomes a durable binding in the store
+// (src/storage/interrupts.ts) owned by the task's principal, answerable for A2A_INTERRUPT_REQUEST_TTL_SECONDS and
+// then a tombstone for A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS; `*.replied` / `question.rejected` and successful
+// answers discard it. The same registry answers the runtime's follow-up messages to an `input-required` task
+// (`InterruptHooks.answer`).
+//
+// Methods:
+//   a2a.interrupt.permission.reply   {request_id, reply: once|always|reject, message?} → {ok, request_id}
+//   a2a.interrupt.question.reply     {request_id, answers: string[][]}                → {ok, request_id}
+//   a2a.interrupt.question.reject    {request_id}                                     → {ok, request_id}
+//   tasks/provideInputAndContinue    {taskId, input | permissionOptionId}             → the task (blocking)
+//   opencode.permissions.list / opencode.questions.list                               → {items: [...]}
+// Another principal's request is not found, and so is an answered one or one of a canceled task; a request past its
+// TTL is expired during the tombstone window, then not found; the wrong method for the request's type is a type
+// mismatch; OpenCode answering 404 (it no longer knows the request) is not found and drops the binding. Replies go upstream to the instance (directory or
+// workspace) the asking session runs in, whatever routing hints the caller sends (they are only validated).
+import * as sdk from "../../generated/opencode/sdk.gen.js";
+import type { Principal } from "../auth/index.js";
+import { resolveRouting } from "../bridge/directory.js";
+import { userText } from "../bridge/parts.js";
+import { PERMISSION_REPLIES } from "../bridge/stream-mapper.js";
+import { A2AError } from "../contract/errors.js";
 import type { MethodHandler } from "../operations/index.js";
+import { codecFor } from "../protocol/codec/index.js";
+import type { Message, Metadata } from "../protocol/model.js";
+import type { InterruptHooks, PendingInterrupt } from "../runtime/tasks.js";
+import type { InterruptRecord, InterruptType } from "../storage/interrupts.js";
+import type { CallContext, SdkResult } from "../upstream/client.js";
+import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
 
-export function handlers(_deps: ExtensionDeps): Record<string, MethodHandler> {
-  return {};
+type PermissionDecision = (typeof PERMISSION_REPLIES)[number];
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function invalidParams(field: string, message: string, data: Record<string, unknown> = {}): A2AError {
+  return new A2AError("INVALID_PARAMS", message, { field, fields: [field], ...data }, {
+    fieldViolations: [{ field, description: message }],
+  });
+}
+
+/** The permission decisions advertised in the interrupt details (`permission_options[].id` or `reply_options`). */
+export function advertisedPermissionOptions(details: Metadata): PermissionDecision[] {
+  const known = new Set<string>(PERMISSION_REPLIES);
+  const ids: string[] = [];
+  if (Array.isArray(details.permission_options)) {
+    for (const o of details.permission_options) if (isObject(o) && typeof o.id === "string") ids.push(o.id);
+  }
+  if (Array.isArray(details.reply_options)) for (const o of details.reply_options) if (typeof o === "string") ids.push(o);
+  const advertised = [...new Set(ids)].filter((id): id is PermissionDecision => known.has(id));
+  return advertised.length > 0 || ids.length > 0 ? advertised : [...PERMISSION_REPLIES];
+}
+
+interface QuestionShape {
+  options: string[];
+}
+
+function questionsOf(details: Metadata): QuestionShape[] {
+  if (!Array.isArray(details.questions)) return [];
+  return details.questions.filter(isObject).map((q) => ({
+    options: Array.isArray(q.options) ? q.options.filter(isObject).flatMap((o) => (typeof o.label === "string" ? [o.label] : [])) : [],
+  }));
+}
+
+/** A free-text answer that names an option (case-insensitively) becomes that option's exact label. */
+function normalizeAnswer(text: string, question: QuestionShape | undefined): string {
+  const t = text.trim();
+  const hit = question?.options.find((label) => label.toLowerCase() === t.toLowerCase());
+  return hit ?? t;
+}
+
+/**
+ * The `answers` of a follow-up message to a task waiting on a question: one question → the whole text; several →
+ * one text part per question, or one line per question.
+ */
+export function answersFromMessage(details: Metadata, message: Message): string[][] {
+  const questions = questionsOf(details);
+  const text = userText(message).trim();
+  if (text === "") throw invalidParams("message.parts", "The task waits for an answer to a question: send it as text");
+  if (questions.length <= 1) return [[normalizeAnswer(text, questions[0])]];
+  const parts = message.parts.flatMap((p) => (p.kind === "text" && p.text.trim() !== "" ? [p.text] : []));
+  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== "");
+  const given = parts.length === questions.length ? parts : lines.length === questions.length ? lines : undefined;
+  if (given === undefined) {
+    throw invalidParams(
+      "message.parts",
+      `The task waits for answers to ${questions.length} questions: send one text part (or one line) per question, in order, or use a2a.interrupt.question.reply`,
+    );
+  }
+  return given.map((answer, i) => [normalizeAnswer(answer, questions[i])]);
+}
+
+function permissionFromText(details: Metadata, message: Message): PermissionDecision {
+  const options = advertisedPermissionOptions(details);
+  const text = userText(message).trim().toLowerCase();
+  const hit = options.find((o) => o === text);
+  if (hit !== undefined) return hit;
+  throw invalidParams(
+    "message.parts",
+    `The task waits for a permission decision: answer with one of ${options.map((o) => `"${o}"`).join(", ")} ` +
+      "(or use a2a.interrupt.permission.reply, or tasks/provideInputAndContinue with permissionOptionId)",
+    { supported: options },
+  );
+}
+
+/** The recovery view of a binding (spec: InterruptRecoveryItem). */
+function recoveryItem(record: InterruptRecord): Record<string, unknown> {
+  return {
+    request_id: record.requestId,
+    session_id: record.sessionId,
+    interrupt_type: record.type,
+    task_id: record.taskId,
+    context_id: record.contextId,
+    details: record.details,
+    expires_at: new Date(record.expiresAt).toISOString(),
+  };
+}
+
+export class InterruptRegistry implements InterruptHooks {
+  constructor(private readonly deps: ExtensionDeps) {}
+
+  get #store() {
+    return this.deps.storage.interrupts;
+  }
+
+  // ---- runtime hooks --------------------------------------------------------------------------------------------
+
+  asked(interrupt: PendingInterrupt): void {
+    try {
+      this.#store.purgeExpired();
+      const created = this.#store.add(
+        {
+          requestId: interrupt.requestId,
+          type: interrupt.type,
+          owner: interrupt.owner,
+          sessionId: interrupt.sessionId,
+          taskId: interrupt.taskId,
+          contextId: interrupt.contextId,
+          details: interrupt.details,
+          routing: interrupt.routing,
+        },
+        this.deps.config.interruptTtl,
+        this.deps.config.interruptTombstoneTtl,
+      );
+      if (!created) this.deps.log.debug({ requestId: interrupt.requestId, taskId: interrupt.taskId }, "duplicate interrupt asked event ignored");
+    } catch (error) {
+      // The turn goes on; the request is then only answerable through OpenCode itself.
+      this.deps.log.error({ err: error instanceof Error ? error.message : String(error), requestId: interrupt.requestId }, "could not record interrupt request");
+    }
+  }
+
+  resolved(event: { requestId: string; type: InterruptType; taskId: string }): void {
+    try {
+      this.#store.remove(event.requestId);
+    } catch (error) {
+      this.deps.log.warn({ err: error instanceof Error ? error.message : String(error), requestId: event.requestId }, "could not discard interrupt request");
+    }
+  }
+
+  /** A follow-up message to a task waiting on `interrupt` (message/send, SendMessage, provideInputAndContinue input). */
+  async answer(_principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void> {
+    const record = this.#binding(interrupt.requestId, interrupt.owner);
+    if (record.type === "question") {
+      await this.#replyQuestion(record, answersFromMessage(record.details, message));
+    } else {
+      await this.#replyPermission(record, permissionFromText(record.details, message));
+    }
+  }
+
+  // ---- methods --------------------------------------------------------------------------------------------------
+
+  async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string): Promise<void> {
+    const record = this.#binding(requestId, principal.id, "permission");
+    await this.#replyPermission(record, reply, message);
+    this.#resumeTask(principal, record);
+  }
+
+  async questionReply(principal: Principal, requestId: string, answers: string[][]): Promise<void> {
+    const record = this.#binding(requestId, principal.id, "question");
+    const count = questionsOf(record.details).length;
+    if (count > 0 && answers.length !== count) {
+      throw invalidParams("answers", `request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, {
+        request_id: requestId,
+      });
+    }
+    await this.#replyQuestion(record, answers);
+    this.#resumeTask(principal, record);
+  }
+
+  async questionReject(principal: Principal, requestId: string): Promise<void> {
+    const record = this.#binding(requestId, principal.id, "question");
+    await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }));
+    this.#store.remove(record.requestId);
+    this.#resumeTask(principal, record);
+  }
+
+  /** tasks/provideInputAndContinue with a permission option: settle the task's pending permission. */
+  async answerTaskPermission(principal: Principal, taskId: string, option: string): Promise<void> {
+    const pending = this.deps.runtime.pendingInterrupt(principal, taskId);
+    if (pending === undefined || pending.type !== "permission") {
+      throw invalidParams("permissionOptionId", `Task ${taskId} has no pending permission request`, { task_id: taskId });
+    }
+    const options = advertisedPermissionOptions(pending.details);
+    const decision = options.find((o) => o === option);
+    if (decision === undefined) {
+      throw invalidParams(
+        "permissionOptionId",
+        `permissionOptionId must be one of the advertised permission options: ${options.map((o) => `"${o}"`).join(", ")}`,
+        { supported: options },
+      );
+    }
+    const record = this.#binding(pending.requestId, pending.owner, "permission");
+    await this.#replyPermission(record, decision);
+    this.#resumeTask(principal, record);
+  }
+
+  list(principal: Principal, type: InterruptType): Record<string, unknown>[] {
+    this.#store.purgeExpired();
+    return this.#store
+      .listLive(principal.id, type)
+      .filter((record) => !this.#abandoned(record))
+      .map(recoveryItem);
+  }
+
+  // ---- internals ------------------------------------------------------------------------------------------------
+
+  /**
+   * A binding whose task the caller canceled is dropped (OpenCode keeps an aborted turn's requests pending, but nobody
+   * waits for the answer any more). Bindings of tasks that failed, e.g. when the gateway restarted, stay answerable.
+   */
+  #abandoned(record: InterruptRecord): boolean {
+    if (this.deps.storage.tasks.get(record.taskId)?.task.status.state !== "canceled") return false;
+    this.#store.remove(record.requestId);
+    return true;
+  }
+
+  /** The live binding `owner` may answer, or the typed error. */
+  #binding(requestId: string, owner: string, expected?: InterruptType): InterruptRecord {
+    const found = this.#store.lookup(requestId, owner);
+    if (found.status !== "not_found" && this.#abandoned(found.record)) {
+      throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${requestId} belongs to a canceled task`, { request_id: requestId });
+    }
+    if (found.status === "not_found") {
+      throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${requestId} not found`, { request_id: requestId });
+    }
+    if (found.status === "expired") {
+      throw new A2AError("INTERRUPT_REQUEST_EXPIRED", `Interrupt request ${requestId} expired at ${new Date(found.record.expiresAt).toISOString()}`, {
+        request_id: requestId,
+      });
+    }
+    if (expected !== undefined && found.record.type !== expected) {
+      throw new A2AError(
+        "INTERRUPT_TYPE_MISMATCH",
+        `Interrupt request ${requestId} is a ${found.record.type} request; answer it with a2a.interrupt.${found.record.type}.reply`,
+        { request_id: requestId, expected_interrupt_type: expected, actual_interrupt_type: found.record.type },
+      );
+    }
+    return found.record;
+  }
+
+  async #replyPermission(record: InterruptRecord, reply: PermissionDecision, message?: string): Promise<void> {
+    await this.#upstream(record, "permissionReply", (c) =>
+      sdk.permissionReply({ ...c, path: { requestID: record.requestId }, body: { reply, ...(message === undefined ? {} : { message }) } }),
+    );
+    this.#store.remove(record.requestId);
+  }
+
+  async #replyQuestion(record: InterruptRecord, answers: string[][]): Promise<void> {
+    await this.#upstream(record, "questionReply", (c) => sdk.questionReply({ ...c, path: { requestID: record.requestId }, body: { answers } }));
+    this.#store.remove(record.requestId);
+  }
+
+  /** One upstream call to the asking session's instance; upstream failures become the project's typed errors. */
+  async #upstream<T>(record: InterruptRecord, operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>): Promise<void> {
+    try {
+      await this.deps.upstream.call(operation, invoke, { ...record.routing });
+    } catch (error) {
+      if (error instanceof UpstreamError) {
+        if (error.kind === "http" && error.status === 404) {
+          // OpenCode no longer knows the request (answered elsewhere, or OpenCode restarted): the binding is dead.
+          this.#store.remove(record.requestId);
+          throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
+            request_id: record.requestId,
+            upstream_status: 404,
+          });
+        }
+        throw error.toA2AError();
+      }
+      throw error;
+    }
+  }
+
+  /** The task continues at once when this was the request it waited on (OpenCode confirms with `*.replied`). */
+  #resumeTask(principal: Principal, record: InterruptRecord): void {
+    try {
+      if (this.deps.runtime.pendingInterrupt(principal, record.taskId)?.requestId === record.requestId) {
+        this.deps.runtime.resume(principal, record.taskId);
+      }
+    } catch {
+      // The task is gone or no longer live (e.g. after a gateway restart): OpenCode still got the answer.
+    }
+  }
+}
+
+export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
+  const registry = new InterruptRegistry(deps);
+  deps.runtime.setInterruptHooks(registry);
+  /** Routing hints are validated (bad values are invalid params) but replies go to the asking session's instance. */
+  const checkRouting = (params: Record<string, unknown>): void => {
+    if (params.metadata !== undefined) resolveRouting(isObject(params.metadata) ? params.metadata : {}, deps.routing);
+  };
+  const ok = (requestId: string) => ({ ok: true, request_id: requestId });
+  return {
+    "a2a.interrupt.permission.reply": async (params, call) => {
+      checkRouting(params);
+      const requestId = String(params.request_id);
+      const reply = String(params.reply).toLowerCase() as PermissionDecision;
+      await registry.permissionReply(call.principal, requestId, reply, typeof params.message === "string" ? params.message : undefined);
+      return ok(requestId);
+    },
+    "a2a.interrupt.question.reply": async (params, call) => {
+      checkRouting(params);
+      const requestId = String(params.request_id);
+      await registry.questionReply(call.principal, requestId, params.answers as string[][]);
+      return ok(requestId);
+    },
+    "a2a.interrupt.question.reject": async (params, call) => {
+      checkRouting(params);
+      const requestId = String(params.request_id);
+      await registry.questionReject(call.principal, requestId);
+      return ok(requestId);
+    },
+    "tasks/provideInputAndContinue": async (params, call) => {
+      const codec = codecFor(call.line, "jsonrpc");
+      const taskId = String(params.taskId);
+      const hasInput = params.input !== undefined && params.input !== null;
+      const hasOption = params.permissionOptionId !== undefined && params.permissionOptionId !== null;
+      if (hasInput === hasOption) {
+        throw invalidParams(hasInput ? "permissionOptionId" : "input", "Give exactly one of input and permissionOptionId", {
+          fields: ["input", "permissionOptionId"],
+        });
+      }
+      checkRouting(params);
+      if (hasInput) {
+        const message = codec.decodeMessage(params.input, "input");
+        if (message.taskId !== undefined && message.taskId !== taskId) {
+          throw invalidParams("input.taskId", `input.taskId must be the task being continued (${taskId})`);
+        }
+        // The runtime routes a follow-up to an input-required task through `answer` and waits like message/send.
+        const task = await deps.runtime.send(call.principal, {
+          message: { ...message, taskId },
+          ...(isObject(params.metadata) ? { metadata: params.metadata } : {}),
+        });
+        return codec.task(task);
+      }
+      await registry.answerTaskPermission(call.principal, taskId, String(params.permissionOptionId));
+      return codec.task(await deps.runtime.settled(call.principal, taskId));
+    },
+    "opencode.permissions.list": async (params, call) => {
+      checkRouting(params);
+      return { items: registry.list(call.principal, "permission") };
+    },
+    "opencode.questions.list": async (params, call) => {
+      checkRouting(params);
+      return { items: registry.list(call.principal, "question") };
+    },
+  };
 }

@@ -7,6 +7,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { A2AError } from "../contract/errors.js";
 import { migrate, type MigrationResult } from "./migrations.js";
+import { pinDatabase, prepare } from "./pin.js";
 import { StorageError, type StoreLocation } from "./url.js";
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 30_000;
@@ -41,7 +42,7 @@ export class StoreDatabase {
   statement(sql: string): Database.Statement {
     let stmt = this.statements.get(sql);
     if (stmt === undefined) {
-      stmt = this.db.prepare(sql);
+      stmt = prepare(this.db, sql);
       this.statements.set(sql, stmt);
     }
     return stmt;
@@ -72,7 +73,7 @@ export class StoreDatabase {
     this.closed = true;
     this.statements.clear();
     try {
-      if (this.db.open && !this.db.memory) this.db.pragma("wal_checkpoint(TRUNCATE)");
+      if (this.db.open && !this.db.memory) this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     } finally {
       if (this.db.open) this.db.close();
     }
@@ -152,10 +153,12 @@ export function openDatabase(location: StoreLocation, options: OpenDatabaseOptio
     throw new StorageError("OPEN_FAILED", `Cannot open the task store: ${(err as Error).message}`, { cause: err });
   }
   try {
-    db.pragma("journal_mode = WAL");
-    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
-    db.pragma("synchronous = NORMAL");
-    db.pragma("foreign_keys = ON");
+    pinDatabase(db);
+    // exec(), not pragma(): pragma() prepares a throwaway Statement (see ./pin.ts).
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    db.exec("PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA foreign_keys = ON");
     const migration = migrate(db);
     if (location.kind === "file") {
       // Re-check after open (the path could have been swapped) and force the companions' modes.

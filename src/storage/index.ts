@@ -1,7 +1,8 @@
-// The persistence entry point: openStorage() gives the task store, session store and push config store of one
-// backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite file or :memory:) or
-// "memory" (process-local maps) — plus close(), which checkpoints and closes the SQLite file.
+// The persistence entry point: openStorage() gives the task store, session store, push config store and interrupt
+// registry store of one backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite
+// file or :memory:) or "memory" (process-local maps) — plus close(), which checkpoints and closes the SQLite file.
 import { openDatabase, type StoreDatabase } from "./database.js";
+import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { MemorySessionStore, SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { MemoryTaskStore, SqliteTaskStore, type TaskStore } from "./tasks.js";
@@ -28,6 +29,8 @@ export interface Storage {
   tasks: TaskStore;
   sessions: SessionStore;
   pushConfigs: PushConfigStore;
+  /** Pending permission/question bindings (a2a.interrupt.*, opencode.permissions/questions.list). */
+  interrupts: InterruptStore;
   close(): void;
 }
 
@@ -49,6 +52,7 @@ export function openStorage(options: StorageOptions): Storage {
       tasks: new MemoryTaskStore(),
       sessions: new MemorySessionStore(now),
       pushConfigs: new MemoryPushConfigStore(),
+      interrupts: new MemoryInterruptStore(now),
       close: () => {},
     };
   }
@@ -61,6 +65,7 @@ export function openStorage(options: StorageOptions): Storage {
       tasks: new SqliteTaskStore(db),
       sessions: new SqliteSessionStore(db, now),
       pushConfigs: new SqlitePushConfigStore(db, now),
+      interrupts: new SqliteInterruptStore(db, now),
       close: () => db.close(),
     };
   } catch (err) {
@@ -74,4 +79,5 @@ export { migrate, readSchemaVersion, MIGRATIONS, LATEST_SCHEMA_VERSION, SCHEMA_N
 export * from "./tasks.js";
 export * from "./sessions.js";
 export * from "./push-configs.js";
+export * from "./interrupts.js";
 export * from "./url.js";

@@ -4,6 +4,7 @@
 // a failing migration rolls back entirely (no version bump, no half-created tables). A database whose version is
 // newer than the code knows is refused.
 import type Database from "better-sqlite3";
+import { prepare } from "./pin.js";
 import { StorageError } from "./url.js";
 
 export const SCHEMA_NAME = "state_store";
@@ -73,8 +74,32 @@ CREATE TABLE IF NOT EXISTS a2a_store_meta (
 );
 `;
 
+// The interrupt registry (src/storage/interrupts.ts): one binding per pending OpenCode permission/question request.
+// Times are epoch milliseconds; `tombstone_expires_at` >= `expires_at` (replies get EXPIRED in between).
+const V2 = `
+CREATE TABLE IF NOT EXISTS a2a_interrupt_requests (
+  request_id           TEXT PRIMARY KEY,
+  session_id           TEXT NOT NULL,
+  interrupt_type       TEXT NOT NULL CHECK (interrupt_type IN ('permission', 'question')),
+  owner                TEXT NOT NULL,
+  credential_id        TEXT,
+  task_id              TEXT NOT NULL,
+  context_id           TEXT NOT NULL,
+  details_json         TEXT NOT NULL,
+  routing_json         TEXT NOT NULL DEFAULT '{}',
+  created_at           INTEGER NOT NULL,
+  expires_at           INTEGER NOT NULL,
+  tombstone_expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_expires ON a2a_interrupt_requests (owner, expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_type_expires ON a2a_interrupt_requests (owner, interrupt_type, expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_tombstone ON a2a_interrupt_requests (tombstone_expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_task ON a2a_interrupt_requests (task_id);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
+  { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
@@ -86,13 +111,14 @@ function ensureVersionTable(db: Database.Database): void {
 /** The applied version of `name` (0 when none). */
 export function readSchemaVersion(db: Database.Database, name: string = SCHEMA_NAME): number {
   ensureVersionTable(db);
-  const row = db.prepare("SELECT version FROM a2a_schema_version WHERE name = ?").get(name) as { version: number } | undefined;
+  const row = prepare(db, "SELECT version FROM a2a_schema_version WHERE name = ?").get(name) as { version: number } | undefined;
   return row?.version ?? 0;
 }
 
 function writeSchemaVersion(db: Database.Database, name: string, version: number): void {
   // Never lowers the recorded version; repeated writes are no-ops.
-  db.prepare(
+  prepare(
+    db,
     `INSERT INTO a2a_schema_version (name, version) VALUES (?, ?)
      ON CONFLICT (name) DO UPDATE SET version = excluded.version WHERE excluded.version > a2a_schema_version.version`,
   ).run(name, version);

@@ -86,12 +86,11 @@ describe.each(versions)("A2A-Version $header → $line card", ({ header, line })
 describe(`${SHELL} behind A2A_ENABLE_SESSION_SHELL`, () => {
   const shell = catalog.methods.find((m) => m.name === SHELL)!;
 
-  it("is a toggled, still pending method in the catalog (premise of the tests below)", () => {
+  it("is a toggled method in the catalog (premise of the tests below)", () => {
     expect(shell.toggle).toBe("A2A_ENABLE_SESSION_SHELL");
-    expect(shell.not_implemented_until).not.toBeNull();
   });
 
-  it.each(catalog.protocol_lines)("line %s: off → disabled, on → enabled but still pending", async (line) => {
+  it.each(catalog.protocol_lines)("line %s: off → disabled, on → enabled and callable", async (line) => {
     const off = wireContractOf((await fetchCard(gw, true, line)).body);
     const on = wireContractOf((await fetchCard(shellOn, true, line)).body);
 
@@ -107,12 +106,14 @@ describe(`${SHELL} behind A2A_ENABLE_SESSION_SHELL`, () => {
     });
     expect(off.extensions.jsonrpc_methods).not.toContain(SHELL);
     expect(on.extensions.jsonrpc_methods).toContain(SHELL);
-    // Enabled but not implemented yet: still not callable, still pending.
     expect(off.all_jsonrpc_methods).not.toContain(SHELL);
-    expect(on.all_jsonrpc_methods).not.toContain(SHELL);
-    expect(on.pending_methods[SHELL]).toMatchObject({ error: "NOT_IMPLEMENTED", delivered_by: shell.not_implemented_until });
-    // Nothing else moves.
-    expect(on.all_jsonrpc_methods).toEqual(off.all_jsonrpc_methods);
+    if (shell.not_implemented_until) {
+      expect(on.all_jsonrpc_methods).not.toContain(SHELL);
+      expect(on.pending_methods[SHELL]).toMatchObject({ error: "NOT_IMPLEMENTED" });
+    } else {
+      // Only the toggled method moves.
+      expect([...on.all_jsonrpc_methods].sort()).toEqual([...off.all_jsonrpc_methods, SHELL].sort());
+    }
   });
 
   it("the session-management extension reports the method's availability", async () => {
@@ -120,7 +121,10 @@ describe(`${SHELL} behind A2A_ENABLE_SESSION_SHELL`, () => {
     const contractOf = async (target: StartedGateway) =>
       cardExtensions((await fetchCard(target, true, "0.3")).body).find((e) => e.uri === uri)!.params!.methods[SHELL];
     expect(await contractOf(gw)).toMatchObject({ availability: "disabled", toggle: "A2A_ENABLE_SESSION_SHELL" });
-    expect(await contractOf(shellOn)).toMatchObject({ availability: "not-implemented", toggle: "A2A_ENABLE_SESSION_SHELL" });
+    expect(await contractOf(shellOn)).toMatchObject({
+      availability: shell.not_implemented_until ? "not-implemented" : "available",
+      toggle: "A2A_ENABLE_SESSION_SHELL",
+    });
   });
 
   it("the cards of the two deployments differ (ETag) only in the extended card", async () => {

@@ -263,7 +263,8 @@ describe("notifications and batches", () => {
 
 describe("catalog methods", () => {
   it("premises: the catalog has each kind of method these tests cover", () => {
-    for (const group of [pending, disabled, push, cards]) expect(group.length).toBeGreaterThan(0);
+    // `pending` may be empty: every declared method is implemented in this build.
+    for (const group of [disabled, push, cards]) expect(group.length).toBeGreaterThan(0);
   });
 
   it.each(cards)("%s %s returns the extended card of its line", async (line, name) => {
@@ -279,7 +280,11 @@ describe("catalog methods", () => {
     await expectRpcError(await rpc(gw.url, req(name, sample(m.params_schema)), v(line)), line, "PUSH_NOTIFICATION_NOT_SUPPORTED", { id: 1 });
   });
 
-  it.each(pending)("%s %s (pending) with valid params → NOT_IMPLEMENTED", async (line, name, m) => {
+  // Methods still marked @notImplementedUntil (none once every issue has landed).
+  const pendingCases: (readonly [ProtocolLine, string, MethodEntry | undefined])[] =
+    pending.length > 0 ? pending : [["0.3", "(none pending)", undefined]];
+  it.skipIf(pending.length === 0).each(pendingCases)("%s %s (pending) with valid params → NOT_IMPLEMENTED", async (line, name, m) => {
+    if (m === undefined) return;
     const error = await expectRpcError(await rpc(gw.url, req(name, sample(m.params_schema)), v(line)), line, "NOT_IMPLEMENTED", { id: 1 });
     if (line === "0.3") expect(error.data.method).toBe(name);
     else expect((await errorInfoOf(error.data)).metadata.method).toBe(name);
@@ -293,11 +298,12 @@ describe("catalog methods", () => {
     } else expect((await errorInfoOf(error.data)).metadata).toMatchObject({ method: name, toggle: m.toggle });
   });
 
-  it("opencode.sessions.shell with A2A_ENABLE_SESSION_SHELL=true is enabled but still NOT_IMPLEMENTED", async () => {
+  it("opencode.sessions.shell with A2A_ENABLE_SESSION_SHELL=true is callable: validated, then dispatched", async () => {
     const m = catalog.methods.find((x) => x.name === "opencode.sessions.shell")!;
-    expect(m.not_implemented_until).not.toBeNull();
+    expect(m.toggle).toBe("A2A_ENABLE_SESSION_SHELL");
+    // This gateway has no OpenCode upstream, so a valid call gets as far as the upstream.
     const res = await rpc(shellOn.url, req(m.name, sample(m.params_schema)));
-    await expectRpcError(res, "0.3", "NOT_IMPLEMENTED", { id: 1 });
+    await expectRpcError(res, "0.3", "UPSTREAM_UNREACHABLE", { id: 1 });
     // Params are validated once the method is enabled.
     await expectRpcError(await rpc(shellOn.url, req(m.name, {})), "0.3", "INVALID_PARAMS", { id: 1 });
   });

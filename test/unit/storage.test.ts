@@ -7,9 +7,11 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { A2AError } from "../../src/contract/errors.js";
+import { prepare } from "../../src/storage/pin.js";
 import type { PushConfig, Task, TaskState } from "../../src/protocol/model.js";
 import {
   LATEST_SCHEMA_VERSION,
+  MIGRATIONS,
   migrate,
   openDatabase,
   openStorage,
@@ -459,11 +461,11 @@ describe("sqlite specifics", () => {
   it("sets the durability pragmas", () => {
     const db = openDatabase({ kind: "file", path: path.join(freshDir(), "a2a.db") });
     try {
-      expect(db.db.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(db.db.pragma("busy_timeout", { simple: true })).toBe(30000);
-      expect(db.db.pragma("synchronous", { simple: true })).toBe(1); // NORMAL
-      expect(db.db.pragma("foreign_keys", { simple: true })).toBe(1);
-      expect(db.migration).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: [1] });
+      expect(prepare(db.db, "PRAGMA journal_mode").pluck().get()).toBe("wal");
+      expect(prepare(db.db, "PRAGMA busy_timeout").pluck().get()).toBe(30000);
+      expect(prepare(db.db, "PRAGMA synchronous").pluck().get()).toBe(1); // NORMAL
+      expect(prepare(db.db, "PRAGMA foreign_keys").pluck().get()).toBe(1);
+      expect(db.migration).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: MIGRATIONS.map((m) => m.version) });
     } finally {
       db.close();
     }
@@ -472,12 +474,12 @@ describe("sqlite specifics", () => {
   it("applies migrations idempotently and atomically", () => {
     const raw = new Database(":memory:");
     try {
-      expect(migrate(raw)).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: [1] });
+      expect(migrate(raw)).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: MIGRATIONS.map((m) => m.version) });
       expect(migrate(raw)).toEqual({ from: LATEST_SCHEMA_VERSION, to: LATEST_SCHEMA_VERSION, applied: [] });
       expect(readSchemaVersion(raw)).toBe(LATEST_SCHEMA_VERSION);
-      const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+      const tables = prepare(raw, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toEqual([
-        "a2a_pending_session_claims", "a2a_push_configs", "a2a_schema_version", "a2a_session_bindings",
+        "a2a_interrupt_requests", "a2a_pending_session_claims", "a2a_push_configs", "a2a_schema_version", "a2a_session_bindings",
         "a2a_session_owners", "a2a_store_meta", "a2a_tasks",
       ]);
 
@@ -488,7 +490,7 @@ describe("sqlite specifics", () => {
       ];
       expect(() => migrate(raw, failing, "other_scope")).toThrow("boom");
       expect(readSchemaVersion(raw, "other_scope")).toBe(1);
-      expect(raw.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name = 'half_done'").pluck().get()).toBe(0);
+      expect(prepare(raw, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'half_done'").pluck().get()).toBe(0);
       expect(() => migrate(raw, [{ version: 2, description: "gap", up: () => {} }], "gap_scope")).toThrow(/contiguous/);
     } finally {
       raw.close();
@@ -499,7 +501,7 @@ describe("sqlite specifics", () => {
     const file = path.join(freshDir(), "a2a.db");
     openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
     const raw = new Database(file);
-    raw.prepare("UPDATE a2a_schema_version SET version = ? WHERE name = ?").run(LATEST_SCHEMA_VERSION + 1, SCHEMA_NAME);
+    prepare(raw, "UPDATE a2a_schema_version SET version = ? WHERE name = ?").run(LATEST_SCHEMA_VERSION + 1, SCHEMA_NAME);
     raw.close();
     expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(file) }), "SCHEMA_TOO_NEW", new RegExp(`schema version ${LATEST_SCHEMA_VERSION + 1} .* only knows version ${LATEST_SCHEMA_VERSION}`));
   });

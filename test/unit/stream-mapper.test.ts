@@ -564,6 +564,11 @@ describe("interrupts", () => {
             metadata: { command: "echo hi" },
             always: ["echo *"],
             tool: { messageID: A1, callID: "call_1" },
+            permission_options: [
+              { id: "once", label: "Allow once" },
+              { id: "always", label: "Always allow" },
+              { id: "reject", label: "Reject" },
+            ],
             reply_options: ["once", "always", "reject"],
           },
         },

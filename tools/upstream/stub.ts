@@ -2,10 +2,12 @@
  * A fast in-process stand-in for `opencode serve` (OpenCode 1.18.33) for tests and benchmarks.
  *
  * Speaks the subset of the real HTTP API the gateway uses (sessions, sync/async prompting, abort, permissions,
- * questions, `/event` + `/global/event` SSE, Basic auth) with the real routes, status codes, JSON shapes and
- * content types. Model turns are driven by the shared Reply vocabulary (./script.ts) and emit the event sequence
- * the real server emits for the same replies (observed against a hermetic 1.18.33, see the reference
- * /work/shared/reference/opencode-upstream.md §6–§8). Ids and timestamps differ; types, order and shapes match.
+ * questions, `/event` + `/global/event` SSE, Basic auth, and the session routes behind `opencode.sessions.*`:
+ * message paging with `X-Next-Cursor`, todo, diff, children, command, shell, fork, share, summarize,
+ * revert/unrevert) with the real routes, status codes, JSON shapes and content types. Model turns are driven by
+ * the shared Reply vocabulary (./script.ts) and emit the event sequence the real server emits for the same replies
+ * (observed against a hermetic 1.18.33, see the reference /work/shared/reference/opencode-upstream.md §6–§8).
+ * Ids and timestamps differ; types, order and shapes match.
  *
  * Test controls live on the returned object (script, scriptFor, emit, dropEventStreams, pauseHeartbeats, failNext,
  * burst, stats, requests); the benchmark ones are also served as `POST /__stub/burst`, `GET /__stub/stats` and
@@ -65,6 +67,8 @@ export interface StubUpstreamOptions {
   defaultReply?: Reply;
   /** model stamped on messages, default fake/fake-model (the hermetic config's) */
   model?: { providerID: string; modelID: string };
+  /** answer `POST /session/{id}/share` with a link; default false: 500 like the real server with sharing disabled */
+  sharing?: boolean;
   /** emit the `sync` duplicate frames on /global/event like the real server, default true */
   syncFrames?: boolean;
   /** an SSE connection whose unsent output exceeds this is destroyed (slow reader), default 16 MiB */
@@ -306,6 +310,10 @@ interface SessionRecord {
   /** `${permission}\0${pattern}` approved with reply "always" */
   approved: string[];
   deleted: boolean;
+  /** the last list written by the todowrite tool (GET /session/{id}/todo) */
+  todos: Todo[];
+  /** forks made of this session (the fork title counts them) */
+  forks: number;
 }
 
 interface Loop {
@@ -350,6 +358,23 @@ const PROMPT_TOKENS = 10;
 const here = dirname(fileURLToPath(import.meta.url));
 const DOC_FILE = resolve(here, "..", "..", "spec", "upstream", "opencode.openapi.json");
 
+/** The commands of `GET /command` (1.18.33 ships `init` and the sub-agent command `review`). */
+const COMMANDS: { name: string; description: string; template: string; subtask?: boolean }[] = [
+  { name: "init", description: "guided AGENTS.md setup", template: "Create or update `AGENTS.md` for this repository.\n\nUser-provided focus or constraints (honor these):\n$ARGUMENTS" },
+  { name: "review", description: "review changes [commit|branch|pr], defaults to uncommitted", template: "Review the code changes.\n\n$ARGUMENTS", subtask: true },
+];
+
+/** The agents of `GET /agent`: [name, mode]. */
+const AGENTS: [string, string][] = [
+  ["build", "primary"],
+  ["compaction", "primary"],
+  ["explore", "subagent"],
+  ["general", "subagent"],
+  ["plan", "primary"],
+  ["summary", "primary"],
+  ["title", "primary"],
+];
+
 const notFound = (message: string): HttpError => ({ status: 404, body: { name: "NotFoundError", data: { message } } });
 const badRequest = (message: string): HttpError => ({
   status: 400,
@@ -379,6 +404,7 @@ class Stub implements StubUpstream {
   private readonly defaultReply: Reply;
   private readonly model: { providerID: string; modelID: string };
   private readonly syncFrames: boolean;
+  private readonly sharing: boolean;
   private readonly maxBufferedBytes: number;
   private readonly slowReaderTimeoutMs: number;
   private heartbeatsPaused = false;
@@ -397,6 +423,7 @@ class Stub implements StubUpstream {
     this.defaultReply = opts.defaultReply ?? { kind: "text", chunks: ["ok"] };
     this.model = opts.model ?? { providerID: "fake", modelID: "fake-model" };
     this.syncFrames = opts.syncFrames ?? true;
+    this.sharing = opts.sharing ?? false;
     this.maxBufferedBytes = opts.maxBufferedBytes ?? 16 * 1024 * 1024;
     this.slowReaderTimeoutMs = opts.slowReaderTimeoutMs ?? 5000;
     this.server.on("connection", (socket) => {
@@ -704,8 +731,59 @@ class Stub implements StubUpstream {
       case "GET /session/:/children":
         this.session(p1);
         return sendJson(res, 200, [...this.sessions.values()].filter((s) => s.info.parentID === p1).map((s) => s.info));
-      case "GET /session/:/message":
-        return sendJson(res, 200, this.listMessages(p1, query));
+      case "GET /session/:/message": {
+        const page = this.listMessages(p1, query);
+        if (page.next === undefined) return sendJson(res, 200, page.messages);
+        const link = new URL(`${this.url}${path}`);
+        for (const [k, v] of Object.entries(query)) if (k !== "before") link.searchParams.set(k, v);
+        link.searchParams.set("before", page.next);
+        return sendJson(res, 200, page.messages, {
+          "access-control-expose-headers": "Link, X-Next-Cursor",
+          link: `<${link.toString()}>; rel="next"`,
+          "x-next-cursor": page.next,
+        });
+      }
+      case "GET /session/:/todo":
+        return sendJson(res, 200, this.session(p1).todos);
+      case "GET /session/:/diff":
+        return sendJson(res, 200, this.diff(p1, query.messageID));
+      case "POST /session/:/command":
+        return sendJson(res, 200, await this.command(p1, body));
+      case "POST /session/:/shell":
+        return sendJson(res, 200, this.shell(p1, body));
+      case "POST /session/:/fork":
+        return sendJson(res, 200, this.fork(p1, body));
+      case "POST /session/:/share": {
+        const rec = this.session(p1);
+        if (!this.sharing) throw { status: 500, body: { name: "UnknownError", data: { message: "Unexpected server error. Check server logs for details.", ref: "err_stub" } } } satisfies HttpError;
+        rec.info.share = { url: `${this.url}/share/${rec.info.slug}` };
+        this.touch(rec);
+        this.emitSession(rec);
+        return sendJson(res, 200, rec.info);
+      }
+      case "DELETE /session/:/share": {
+        const rec = this.session(p1);
+        delete rec.info.share;
+        this.touch(rec);
+        this.emitSession(rec);
+        return sendJson(res, 200, rec.info);
+      }
+      case "POST /session/:/summarize":
+        return sendJson(res, 200, this.summarize(p1, body));
+      case "POST /session/:/revert":
+        return sendJson(res, 200, this.revert(p1, body));
+      case "POST /session/:/unrevert": {
+        const rec = this.session(p1);
+        this.notBusy(rec);
+        delete rec.info.revert;
+        this.touch(rec);
+        this.emitSession(rec);
+        return sendJson(res, 200, rec.info);
+      }
+      case "GET /command":
+        return sendJson(res, 200, COMMANDS.map(({ name, description, template, subtask }) => ({ name, description, source: "command", template, hints: ["$ARGUMENTS"], ...(subtask ? { subtask } : {}) })));
+      case "GET /agent":
+        return sendJson(res, 200, AGENTS.map(([name, mode]) => ({ name, mode, native: true, permission: [], options: {} })));
       case "GET /session/:/message/:": {
         const found = this.session(p1).messages.find((m) => m.info.id === p3);
         if (found === undefined) throw notFound(`Message not found: ${p3}`);
@@ -823,7 +901,7 @@ class Stub implements StubUpstream {
     if (Array.isArray(input.permission)) info.permission = input.permission as PermissionRule[];
     if (isObject(input.metadata)) info.metadata = input.metadata;
     if (typeof input.workspaceID === "string") info.workspaceID = input.workspaceID;
-    const rec: SessionRecord = { info, messages: [], script: [], prompted: false, seq: 0, loop: undefined, approved: [], deleted: false };
+    const rec: SessionRecord = { info, messages: [], script: [], prompted: false, seq: 0, loop: undefined, approved: [], deleted: false, todos: [], forks: 0 };
     this.sessions.set(info.id, rec);
     this.broadcast(ev("session.created", { sessionID: info.id, info }), directory);
     return info;
@@ -862,10 +940,199 @@ class Stub implements StubUpstream {
     return out;
   }
 
-  private listMessages(id: string, query: Record<string, string>): MessageRecord[] {
-    const messages = this.session(id).messages;
+  /** Newest `limit` messages (before the `before` cursor), oldest first; `next` when older ones remain. */
+  private listMessages(id: string, query: Record<string, string>): { messages: MessageRecord[]; next?: string } {
+    let messages = this.session(id).messages;
+    if (query.before !== undefined) {
+      let cursor: unknown;
+      try {
+        cursor = JSON.parse(Buffer.from(query.before, "base64url").toString("utf8"));
+      } catch {
+        cursor = undefined;
+      }
+      if (!isObject(cursor) || typeof cursor.id !== "string") throw { status: 400, body: { _tag: "BadRequest" } } satisfies HttpError;
+      const cut = messages.findIndex((m) => m.info.id === cursor.id);
+      messages = cut < 0 ? [] : messages.slice(0, cut);
+    }
     const limit = Number(query.limit);
-    return Number.isInteger(limit) && limit > 0 ? messages.slice(-limit) : messages;
+    if (!Number.isInteger(limit) || limit <= 0 || messages.length <= limit) return { messages };
+    const page = messages.slice(-limit);
+    const first = page[0]!.info;
+    return { messages: page, next: Buffer.from(JSON.stringify({ id: first.id, time: first.time.created })).toString("base64url") };
+  }
+
+  /** `?messageID=` → that message's `summary.diffs`; without it `[]`, also for unknown sessions (as the real server). */
+  private diff(id: string, messageID: string | undefined): unknown[] {
+    if (messageID === undefined) return [];
+    const found = this.sessions.get(id)?.messages.find((m) => m.info.id === messageID);
+    return found?.info.role === "user" ? (found.info.summary?.diffs ?? []) : [];
+  }
+
+  private notBusy(rec: SessionRecord): void {
+    if (rec.loop === undefined) return;
+    const sessionID = rec.info.id;
+    throw { status: 409, body: { _tag: "SessionBusyError", sessionID, message: `Session is busy: ${sessionID}` } } satisfies HttpError;
+  }
+
+  /** §7.7: a sub-agent command runs in a child session first; every command then answers like a prompt. */
+  private async command(sessionID: string, body: unknown): Promise<MessageRecord> {
+    const rec = this.session(sessionID);
+    if (!isObject(body) || typeof body.command !== "string") throw badRequest('Missing key\n  at ["command"]');
+    if (typeof body.arguments !== "string") throw badRequest('Missing key\n  at ["arguments"]');
+    const spec = COMMANDS.find((c) => c.name === body.command);
+    if (spec === undefined) throw { status: 500, body: { name: "UnknownError", data: { message: "Unexpected server error. Check server logs for details.", ref: "err_stub" } } } satisfies HttpError;
+    const model = typeof body.model === "string" && body.model.includes("/") ? { providerID: body.model.split("/")[0]!, modelID: body.model.split("/").slice(1).join("/") } : undefined;
+    const agent = typeof body.agent === "string" ? body.agent : undefined;
+    const text = spec.template.replace("$ARGUMENTS", body.arguments);
+    const input = { ...(model === undefined ? {} : { model }), ...(agent === undefined ? {} : { agent }) };
+    if (spec.subtask === true) {
+      const child = this.createSession({ parentID: sessionID, title: `${spec.description} (@${agent ?? "build"} subagent)` }, rec.info.directory);
+      child.permission = [
+        { permission: "todowrite", pattern: "*", action: "deny" },
+        { permission: "task", pattern: "*", action: "deny" },
+      ];
+      const sub = this.sessions.get(child.id)!;
+      const reply = rec.script.shift();
+      if (reply !== undefined) sub.script.push(reply);
+      await this.prompt(child.id, { parts: [{ type: "text", text }], ...input });
+      const subtask = { type: "subtask", prompt: text, description: spec.description, agent: agent ?? "build", command: spec.name };
+      return this.prompt(sessionID, { parts: [subtask], ...input });
+    }
+    return this.prompt(sessionID, { parts: [{ type: "text", text }], ...input });
+  }
+
+  /** §7.6: no model request; a user message and an assistant message holding one completed bash tool part. */
+  private shell(sessionID: string, body: unknown): MessageRecord {
+    const rec = this.session(sessionID);
+    if (!isObject(body) || typeof body.agent !== "string") throw badRequest('Missing key\n  at ["agent"]');
+    if (typeof body.command !== "string") throw badRequest('Missing key\n  at ["command"]');
+    if (!AGENTS.some(([name]) => name === body.agent)) throw { status: 500, body: { name: "UnknownError", data: { message: "Unexpected server error. Check server logs for details.", ref: "err_stub" } } } satisfies HttpError;
+    this.notBusy(rec);
+    const model = isObject(body.model) && typeof body.model.providerID === "string" && typeof body.model.modelID === "string"
+      ? { providerID: body.model.providerID, modelID: body.model.modelID }
+      : { ...this.model };
+    const now = Date.now();
+    const user: UserMessage = { id: newId("msg"), sessionID, role: "user", time: { created: now }, agent: body.agent, model };
+    const userText: TextPart = { id: newId("prt"), sessionID, messageID: user.id, type: "text", text: "The following tool was executed by the user", synthetic: true };
+    rec.messages.push({ info: user, parts: [userText] });
+    this.emitMessage(rec, user);
+    this.emitPart(rec, userText);
+    const info: AssistantMessage = {
+      id: newId("msg"),
+      sessionID,
+      role: "assistant",
+      time: { created: Date.now() },
+      parentID: user.id,
+      modelID: model.modelID,
+      providerID: model.providerID,
+      mode: body.agent,
+      agent: body.agent,
+      path: { cwd: rec.info.directory, root: rec.info.directory },
+      cost: 0,
+      tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } },
+    };
+    const output = fakeBashOutput(body.command);
+    const start = Date.now();
+    const part: ToolPart = {
+      id: newId("prt"),
+      sessionID,
+      messageID: info.id,
+      type: "tool",
+      callID: newId("prt").slice(4, 30).toUpperCase(),
+      tool: "bash",
+      state: { status: "completed", input: { command: body.command }, output, title: "", metadata: { output }, time: { start, end: Date.now() } },
+    };
+    info.time.completed = Date.now();
+    const record: MessageRecord = { info, parts: [part] };
+    rec.messages.push(record);
+    this.emitMessage(rec, info);
+    this.emitPart(rec, part);
+    this.touch(rec);
+    this.emitSession(rec);
+    return record;
+  }
+
+  /** §7.8: a new root session with the messages before `messageID` (all without it), titled "<title> (fork #n)". */
+  private fork(sessionID: string, body: unknown): Session {
+    const rec = this.session(sessionID);
+    const messageID = isObject(body) && typeof body.messageID === "string" ? body.messageID : undefined;
+    const cut = messageID === undefined ? -1 : rec.messages.findIndex((m) => m.info.id === messageID);
+    const copied = cut < 0 ? rec.messages : rec.messages.slice(0, cut);
+    rec.forks++;
+    const info = this.createSession({ title: `${rec.info.title} (fork #${rec.forks})` }, rec.info.directory);
+    const fork = this.sessions.get(info.id)!;
+    const ids = new Map<string, string>();
+    for (const m of copied) ids.set(m.info.id, newId("msg"));
+    for (const m of copied) {
+      const copy = structuredClone(m);
+      copy.info.id = ids.get(m.info.id)!;
+      copy.info.sessionID = info.id;
+      if (copy.info.role === "assistant") copy.info.parentID = ids.get(copy.info.parentID) ?? copy.info.parentID;
+      for (const part of copy.parts) {
+        part.id = newId("prt");
+        part.sessionID = info.id;
+        part.messageID = copy.info.id;
+      }
+      fork.messages.push(copy);
+    }
+    return info;
+  }
+
+  /** §7.10: a user message with a compaction part, then an assistant summary (the next scripted reply's text). */
+  private summarize(sessionID: string, body: unknown): boolean {
+    const rec = this.session(sessionID);
+    if (!isObject(body) || typeof body.providerID !== "string") throw badRequest('Missing key\n  at ["providerID"]');
+    if (typeof body.modelID !== "string") throw badRequest('Missing key\n  at ["modelID"]');
+    const model = { providerID: body.providerID, modelID: body.modelID };
+    const now = Date.now();
+    const user: UserMessage = { id: newId("msg"), sessionID, role: "user", time: { created: now }, agent: "build", model };
+    const compaction = { id: newId("prt"), sessionID, messageID: user.id, type: "compaction", auto: body.auto === true } as Part;
+    rec.messages.push({ info: user, parts: [compaction] });
+    this.emitMessage(rec, user);
+    this.emitPart(rec, compaction);
+    const reply = this.nextReply(rec);
+    const summaryText = reply.kind === "text" ? reply.chunks.join("") : "Summary of the conversation.";
+    const info: AssistantMessage = {
+      id: newId("msg"),
+      sessionID,
+      role: "assistant",
+      time: { created: Date.now(), completed: Date.now() },
+      parentID: user.id,
+      modelID: model.modelID,
+      providerID: model.providerID,
+      mode: "compaction",
+      agent: "compaction",
+      path: { cwd: rec.info.directory, root: rec.info.directory },
+      summary: true,
+      cost: 0,
+      tokens: { input: PROMPT_TOKENS, output: 1, reasoning: 0, cache: { read: 0, write: 0 } },
+      finish: "stop",
+    };
+    const part: TextPart = { id: newId("prt"), sessionID, messageID: info.id, type: "text", text: summaryText, time: { start: now, end: Date.now() } };
+    rec.messages.push({ info, parts: [part] });
+    this.emitMessage(rec, info);
+    this.emitPart(rec, part);
+    this.send(rec, ev("session.compacted", { sessionID }));
+    this.touch(rec);
+    this.emitSession(rec);
+    return true;
+  }
+
+  /** §7.9: marks the revert (the stub touches no files); 409 while busy. */
+  private revert(sessionID: string, body: unknown): Session {
+    const rec = this.session(sessionID);
+    if (!isObject(body) || typeof body.messageID !== "string") throw badRequest('Missing key\n  at ["messageID"]');
+    this.notBusy(rec);
+    const from = rec.messages.findIndex((m) => m.info.id === body.messageID);
+    if (from >= 0) {
+      const diffs = rec.messages.slice(from).flatMap((m) => (m.info.role === "user" ? (m.info.summary?.diffs ?? []) : []));
+      const diff = diffs.map((d) => `diff --git a/${d.file} b/${d.file}\ndeleted file mode 100644\n--- a/${d.file}\n+++ /dev/null`).join("\n");
+      rec.info.revert = { messageID: body.messageID, snapshot: this.snapshot(rec), diff };
+      if (typeof body.partID === "string") rec.info.revert.partID = body.partID;
+      this.touch(rec);
+      this.emitSession(rec);
+    }
+    return rec.info;
   }
 
   private touch(rec: SessionRecord): void {
@@ -1265,10 +1532,12 @@ class Stub implements StubUpstream {
         this.send(rec, ev("file.edited", { file }));
         const output = call.name === "write" ? "Wrote file successfully." : "Edit applied successfully.";
         part.state = { status: "completed", input, output, metadata: {}, title: rel(file), time: end() };
+        this.recordDiff(rec, part.messageID, rel(file), call.name, input);
         break;
       }
       case "todowrite": {
         const todos = todosOf(input);
+        rec.todos = todos;
         const pendingCount = todos.filter((t) => t.status !== "completed").length;
         part.state = { status: "completed", input, output: JSON.stringify(todos, null, 2), metadata: { todos, truncated: false }, title: `${pendingCount} todos`, time: end() };
         break;
@@ -1278,6 +1547,25 @@ class Stub implements StubUpstream {
     }
     this.emitPart(rec, part);
     return "ok";
+  }
+
+  /** A write/edit becomes a `summary.diffs` entry of the turn's user message (what `GET …/diff?messageID=` returns). */
+  private recordDiff(rec: SessionRecord, assistantID: string, file: string, tool: string, input: Record<string, unknown>): void {
+    const assistant = rec.messages.find((m) => m.info.id === assistantID)?.info;
+    const parentID = assistant?.role === "assistant" ? assistant.parentID : undefined;
+    const user = rec.messages.find((m) => m.info.id === parentID)?.info;
+    if (user?.role !== "user") return;
+    const lines = (v: unknown): string[] => (typeof v === "string" && v !== "" ? v.replace(/\n$/, "").split("\n") : []);
+    const added = lines(tool === "write" ? input.content : input.newString);
+    const removed = tool === "write" ? [] : lines(input.oldString);
+    const patch =
+      `Index: ${file}\n===================================================================\n--- ${file}\t\n+++ ${file}\t\n` +
+      `@@ -${removed.length === 0 ? 0 : 1},${removed.length} +1,${added.length} @@\n` +
+      [...removed.map((l) => `-${l}`), ...added.map((l) => `+${l}`)].join("\n") +
+      "\n";
+    user.summary ??= { diffs: [] };
+    user.summary.diffs = user.summary.diffs.filter((d) => d.file !== file);
+    user.summary.diffs.push({ file, patch, additions: added.length, deletions: removed.length, status: tool === "write" ? "added" : "modified" });
   }
 
   private askQuestion(rec: SessionRecord, part: ToolPart, args: Record<string, unknown>): Ask {
@@ -1485,9 +1773,9 @@ function isHttpError(value: unknown): value is HttpError {
   return isObject(value) && typeof value.status === "number" && "body" in value;
 }
 
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
+function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), vary: "Origin" });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), vary: "Origin", ...headers });
   res.end(text);
 }
 

@@ -8,6 +8,6 @@ let External = []
 
 export function SetExternal(external) { External = external.variables }
 
-const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("id" in value && (((((context.Push() && typeof value.id === "string") && context.Pop()) && context.AddKey("id")) && (value.name === undefined || (!("name" in value) || (((context.Push() && typeof value.name === "string") && context.Pop()) && context.AddKey("name"))))) && (value.vcs === undefined || (!("vcs" in value) || (((context.Push() && typeof value.vcs === "string") && context.Pop()) && context.AddKey("vcs"))))))));
+const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("id" in value && ((((((context.Push() && typeof value.id === "string") && context.Pop()) && context.AddKey("id")) && (value.name === undefined || (!("name" in value) || (((context.Push() && typeof value.name === "string") && context.Pop()) && context.AddKey("name"))))) && (value.vcs === undefined || (!("vcs" in value) || (((context.Push() && typeof value.vcs === "string") && context.Pop()) && context.AddKey("vcs"))))) && (value.worktree === undefined || (!("worktree" in value) || (((context.Push() && typeof value.worktree === "string") && context.Pop()) && context.AddKey("worktree"))))))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }

@@ -8,6 +8,6 @@ let External = []
 
 export function SetExternal(external) { External = external.variables }
 
-const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && (((("id" in value && "content" in value) && "status" in value) && "priority" in value) && ((((((context.Push() && typeof value.id === "string") && context.Pop()) && context.AddKey("id")) && (((context.Push() && typeof value.content === "string") && context.Pop()) && context.AddKey("content"))) && (((context.Push() && typeof value.status === "string") && context.Pop()) && context.AddKey("status"))) && (((context.Push() && typeof value.priority === "string") && context.Pop()) && context.AddKey("priority"))))));
+const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ((("content" in value && "status" in value) && "priority" in value) && ((((value.id === undefined || (!("id" in value) || (((context.Push() && typeof value.id === "string") && context.Pop()) && context.AddKey("id")))) && (((context.Push() && typeof value.content === "string") && context.Pop()) && context.AddKey("content"))) && (((context.Push() && typeof value.status === "string") && context.Pop()) && context.AddKey("status"))) && (((context.Push() && typeof value.priority === "string") && context.Pop()) && context.AddKey("priority"))))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }

@@ -8,6 +8,6 @@ let External = []
 
 export function SetExternal(external) { External = external.variables }
 
-const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("name" in value && ((((context.Push() && typeof value.name === "string") && context.Pop()) && context.AddKey("name")) && (value.branch === undefined || (!("branch" in value) || (((context.Push() && typeof value.branch === "string") && context.Pop()) && context.AddKey("branch"))))))));
+const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("name" in value && (((((context.Push() && typeof value.name === "string") && context.Pop()) && context.AddKey("name")) && (value.branch === undefined || (!("branch" in value) || (((context.Push() && typeof value.branch === "string") && context.Pop()) && context.AddKey("branch"))))) && (value.directory === undefined || (!("directory" in value) || (((context.Push() && typeof value.directory === "string") && context.Pop()) && context.AddKey("directory"))))))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }

@@ -8,6 +8,6 @@ let External = []
 
 export function SetExternal(external) { External = external.variables }
 
-const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("directory" in value && (((context.Push() && (typeof value.directory === "string" && (value.directory.length >= 2 || (value.directory.length >= 1 && Guard.CodePointCount(value.directory) >= 1)))) && context.Pop()) && context.AddKey("directory")))));
+const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ((value.name === undefined || (!("name" in value) || (((context.Push() && (typeof value.name === "string" && (value.name.length >= 2 || (value.name.length >= 1 && Guard.CodePointCount(value.name) >= 1)))) && context.Pop()) && context.AddKey("name")))) && (value.directory === undefined || (!("directory" in value) || (((context.Push() && (typeof value.directory === "string" && (value.directory.length >= 2 || (value.directory.length >= 1 && Guard.CodePointCount(value.directory) >= 1)))) && context.Pop()) && context.AddKey("directory")))))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }
