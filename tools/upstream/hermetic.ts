@@ -32,6 +32,11 @@ export interface HermeticOpencodeOptions {
   onLog?: (line: string) => void;
   /** restart the server when it dies (default false), as the gateway's managed mode does */
   restart?: boolean;
+  /**
+   * Deep-merged into the written OpenCode config (objects merge key by key, anything else replaces), e.g.
+   * `{ permission: { bash: "ask" } }` (reference §7.3; schema: `Config` in spec/upstream/opencode.openapi.json).
+   */
+  config?: Record<string, unknown>;
 }
 
 export interface HermeticOpencode {
@@ -53,6 +58,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** `base` with `extra` merged in: plain objects merge recursively, any other value (arrays too) replaces. */
+function deepMerge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(extra)) {
+    const current = out[key];
+    out[key] = isObject(current) && isObject(value) ? deepMerge(current, value) : structuredClone(value);
+  }
+  return out;
+}
+
 function readJsonObject(file: string): Record<string, unknown> {
   const value: unknown = JSON.parse(readFileSync(file, "utf8"));
   if (!isObject(value)) throw new Error(`${file}: expected a JSON object`);
@@ -61,10 +76,10 @@ function readJsonObject(file: string): Record<string, unknown> {
 
 /**
  * Writes the offline config (reference §3.1): only the "fake" OpenAI-compatible provider at modelBaseUrl,
- * autoupdate off, sharing disabled. Returns the path of the written file.
+ * autoupdate off, sharing disabled, with `extra` deep-merged in. Returns the path of the written file.
  */
-export function writeHermeticConfig(dir: string, modelBaseUrl: string): string {
-  const config = {
+export function writeHermeticConfig(dir: string, modelBaseUrl: string, extra: Record<string, unknown> = {}): string {
+  const base = {
     $schema: "https://opencode.ai/config.json",
     autoupdate: false,
     share: "disabled",
@@ -86,6 +101,7 @@ export function writeHermeticConfig(dir: string, modelBaseUrl: string): string {
       },
     },
   };
+  const config = deepMerge(base, extra);
   mkdirSync(dir, { recursive: true });
   const file = join(dir, "opencode.hermetic.json");
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
@@ -152,7 +168,7 @@ export interface HermeticEnvironment {
  * Creates the scratch directories, config and environment of one hermetic OpenCode run without starting it
  * (the managed-mode CLI test hands this environment to the gateway, which starts OpenCode itself).
  */
-export function prepareHermeticEnvironment(opts: Pick<HermeticOpencodeOptions, "modelBaseUrl" | "workspace" | "password" | "extraEnv">): HermeticEnvironment {
+export function prepareHermeticEnvironment(opts: Pick<HermeticOpencodeOptions, "modelBaseUrl" | "workspace" | "password" | "extraEnv" | "config">): HermeticEnvironment {
   const version = opencodeVersion();
   const root = mkdtempSync(join(tmpdir(), "opencode-hermetic-"));
   try {
@@ -173,7 +189,7 @@ export function prepareHermeticEnvironment(opts: Pick<HermeticOpencodeOptions, "
     const projectConfigDir = join(workspace, ".opencode");
     if (existsSync(projectConfigDir) && statSync(projectConfigDir).isDirectory()) preseedConfigDir(projectConfigDir, version);
 
-    const configFile = writeHermeticConfig(root, opts.modelBaseUrl);
+    const configFile = writeHermeticConfig(root, opts.modelBaseUrl, opts.config);
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
       HOME: home,
