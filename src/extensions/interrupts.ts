@@ -274,8 +274,11 @@ export class InterruptRegistry implements InterruptHooks {
 
   /** One upstream call to the asking session's instance; upstream failures become the project's typed errors. */
   async #upstream<T>(record: InterruptRecord, operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>): Promise<void> {
+    let answered: unknown;
     try {
-      await this.deps.upstream.call(operation, invoke, { ...record.routing });
+      // OpenCode answers `true`; anything but a boolean (an HTML page from a misrouted proxy, …) is a payload error,
+      // never a success that would drop the binding and resume a turn OpenCode was not told to continue.
+      answered = await this.deps.upstream.call(operation, invoke, { ...record.routing, validate: (d) => typeof d === "boolean" });
     } catch (error) {
       if (error instanceof UpstreamError) {
         if (error.kind === "http" && error.status === 404) {
@@ -289,6 +292,13 @@ export class InterruptRegistry implements InterruptHooks {
         throw error.toA2AError();
       }
       throw error;
+    }
+    if (answered === false) {
+      // OpenCode did not take the answer: the request is not pending there any more.
+      this.#store.remove(record.requestId);
+      throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
+        request_id: record.requestId,
+      });
     }
   }
 
