@@ -71,6 +71,7 @@ function publicMatcher(catalog: Catalog): (method: string, path: string) => bool
 
 function requestLog(log: Logger) {
   return async function logRequest(ctx: Koa.Context, next: Koa.Next): Promise<void> {
+    if (!log.isLevelEnabled("info")) return next();
     const started = process.hrtime.bigint();
     try {
       await next();

@@ -252,7 +252,10 @@ export function optTimestamp(o: Obj, key: string, path: string): string | undefi
 }
 
 /** Encode side: ISO 8601 UTC with `Z`; a value that does not parse is passed through untouched. */
+const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 export function iso(ts: string): string {
+  if (CANONICAL_ISO.test(ts)) return ts; // what the runtime writes: no Date round trip per field
   const t = Date.parse(ts);
   return Number.isNaN(t) ? ts : new Date(t).toISOString();
 }
@@ -266,8 +269,18 @@ export function enumValue<T>(table: readonly (readonly [T, string])[], v: unknow
 
 /** Drops undefined members so encoders never emit `key: undefined`. */
 export function compact<const T extends Obj>(o: T): T {
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
-  return o;
+  // A copy rather than `delete`, which would turn the object into a slow dictionary for the JSON serializer.
+  let clean = true;
+  for (const k in o) {
+    if (o[k] === undefined) {
+      clean = false;
+      break;
+    }
+  }
+  if (clean) return o;
+  const out: Obj = {};
+  for (const k in o) if (o[k] !== undefined) out[k] = o[k];
+  return out as T;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
