@@ -201,7 +201,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });
-  router.post("/", createJsonRpcEndpoint({ catalog, facts, registry, log }));
+  const jsonrpc = createJsonRpcEndpoint({ catalog, facts, registry, log });
+  router.post("/", jsonrpc);
   registerRestRoutes(router, { catalog, registry });
 
   const app = new Koa({ proxy: false });
@@ -220,6 +221,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   );
   app.use(authentication(auth, publicMatcher(catalog)));
   app.use(requestBody(config.maxRequestBodyBytes));
+  // The JSON-RPC endpoint is the hot path: answered without walking every REST route's pattern.
+  app.use(async (ctx, next) => (ctx.method === "POST" && ctx.path === "/" ? jsonrpc(ctx) : next()));
   app.use(router.routes());
   const allowedVerbs = routeMatcher(catalog);
   app.use(async (ctx) => {

@@ -53,13 +53,20 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     return method.line ?? state.line;
   }
 
+  // The deployment's callable methods per line never change while it runs: computed once, used in -32601 errors.
+  const supportedByLine = new Map<ProtocolLine, string[]>();
+  const supportedOf = (line: ProtocolLine): string[] => {
+    let hit = supportedByLine.get(line);
+    if (hit === undefined) supportedByLine.set(line, (hit = allJsonRpcMethods(deps.catalog, line, deps.facts)));
+    return hit;
+  };
+
   function resolveMethod(name: string, line: ProtocolLine): MethodEntry {
     const m = byName.get(name);
-    const supported = allJsonRpcMethods(deps.catalog, line, deps.facts);
     const unsupported = (extra: Record<string, unknown> = {}) =>
       new A2AError("METHOD_NOT_SUPPORTED", `Unsupported method: ${name}`, {
         method: name,
-        supported_methods: supported,
+        supported_methods: supportedOf(line),
         protocol_version: line,
         ...extra,
       });
