@@ -42,6 +42,7 @@ import {
   type PushConfigInput,
   type TaskView,
 } from "./common.js";
+import { protoJsonEnvelopes } from "./protojson.js";
 
 const STATE_TABLE = protoStates("TASK_STATE_CANCELLED");
 const ROLE_NAME = { user: "ROLE_USER", agent: "ROLE_AGENT" } as const;
@@ -283,72 +284,18 @@ export const v0_3Rest: Codec = {
     return compact({ taskId: reqStr(o, "id", ""), id: optStr(o, "configId", "") });
   },
 
-  task: encTask,
-  message: encMessage,
-  sendResult: (r, view) => (r.kind === "task" ? { task: encTask(r.task, view) } : { message: encMessage(r.message) }),
-  streamEvent(e) {
-    switch (e.kind) {
-      case "task":
-        return { task: encTask(e.task) };
-      case "message":
-        return { message: encMessage(e.message) };
-      case "status-update":
-        return { statusUpdate: compact({ taskId: e.taskId, contextId: e.contextId, status: encStatus(e.status), final: e.final, metadata: e.metadata }) };
-      case "artifact-update":
-        return {
-          artifactUpdate: compact({
-            taskId: e.taskId,
-            contextId: e.contextId,
-            artifact: encArtifact(e.artifact),
-            append: e.append,
-            lastChunk: e.lastChunk,
-            metadata: e.metadata,
-          }),
-        };
-    }
-  },
-  listResult: (page, view = {}) => ({
-    tasks: page.tasks.map((t) => encTask(t, { historyLength: view.historyLength, includeArtifacts: view.includeArtifacts ?? false })),
-    nextPageToken: page.nextPageToken ?? "",
-    pageSize: page.pageSize,
-    totalSize: page.totalSize,
-  }),
-  pushConfig,
-  pushConfigList: (cs) => ({ configs: cs.map(pushConfig), nextPageToken: "" }),
-  pushConfigDeleted: () => ({}),
-
   sendParams: encSendParams,
-  decodeTask: (raw, field = "") => decodeTaskObj(root(raw, field), field),
-  decodeSendResult(raw) {
-    const [key, o] = unwrap(raw, ["task", "message"]);
-    return key === "task" ? { kind: "task", task: decodeTaskObj(o, "task") } : { kind: "message", message: decodeMsg(o, "message") };
-  },
-  decodeStreamEvent(raw) {
-    const [key, o] = unwrap(raw, ["task", "message", "statusUpdate", "artifactUpdate"]);
-    switch (key) {
-      case "task":
-        return { kind: "task", task: decodeTaskObj(o, key) };
-      case "message":
-        return { kind: "message", message: decodeMsg(o, key) };
-      case "statusUpdate":
-        return compact({
-          kind: "status-update" as const,
-          taskId: reqStr(o, "taskId", key),
-          contextId: reqStr(o, "contextId", key),
-          status: decodeStatus(reqObj(o, "status", key), at(key, "status")),
-          final: optBool(o, "final", key) ?? false,
-          metadata: optMeta(o, "metadata", key),
-        });
-      default:
-        return compact({
-          kind: "artifact-update" as const,
-          taskId: reqStr(o, "taskId", key),
-          contextId: reqStr(o, "contextId", key),
-          artifact: decodeArtifact(reqObj(o, "artifact", key), at(key, "artifact")),
-          append: optBool(o, "append", key),
-          lastChunk: optBool(o, "lastChunk", key),
-          metadata: optMeta(o, "metadata", key),
-        });
-    }
-  },
+  ...protoJsonEnvelopes({
+    encTask,
+    encMessage,
+    encStatus,
+    encArtifact,
+    pushConfig,
+    decodeTaskObj,
+    decodeMsg,
+    decodeStatus,
+    decodeArtifact,
+    unwrap,
+    wireFinal: true,
+  }),
 };

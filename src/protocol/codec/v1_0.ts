@@ -5,7 +5,7 @@
 // `{task}` | `{message}`; streams carry StreamResponse wrappers; status updates have no `final` (the stream closes
 // instead; decoding derives `final` = terminal state). Push configs are flat `{id, taskId, url, token,
 // authentication{scheme, credentials}}`. ListTasks pages by token: `{tasks, nextPageToken, pageSize, totalSize}`.
-import { isTerminal, now, type Artifact, type Message, type Part, type PushConfig, type SendParams, type Task, type TaskStatus } from "../model.js";
+import { now, type Artifact, type Message, type Part, type PushConfig, type SendParams, type Task, type TaskStatus } from "../model.js";
 import {
   arr,
   at,
@@ -39,6 +39,7 @@ import {
   type PushConfigInput,
   type TaskView,
 } from "./common.js";
+import { protoJsonEnvelopes } from "./protojson.js";
 
 const STATE_TABLE = protoStates("TASK_STATE_CANCELED");
 const ROLE_NAME = { user: "ROLE_USER", agent: "ROLE_AGENT" } as const;
@@ -270,74 +271,18 @@ export const v1_0: Codec = {
     return compact({ taskId: reqStr(o, "taskId", ""), id: optStr(o, "id", "") });
   },
 
-  task: encTask,
-  message: encMessage,
-  sendResult: (r, view) => (r.kind === "task" ? { task: encTask(r.task, view) } : { message: encMessage(r.message) }),
-  streamEvent(e) {
-    switch (e.kind) {
-      case "task":
-        return { task: encTask(e.task) };
-      case "message":
-        return { message: encMessage(e.message) };
-      case "status-update":
-        return { statusUpdate: compact({ taskId: e.taskId, contextId: e.contextId, status: encStatus(e.status), metadata: e.metadata }) };
-      case "artifact-update":
-        return {
-          artifactUpdate: compact({
-            taskId: e.taskId,
-            contextId: e.contextId,
-            artifact: encArtifact(e.artifact),
-            append: e.append,
-            lastChunk: e.lastChunk,
-            metadata: e.metadata,
-          }),
-        };
-    }
-  },
-  listResult: (page, view = {}) => ({
-    tasks: page.tasks.map((t) => encTask(t, { historyLength: view.historyLength, includeArtifacts: view.includeArtifacts ?? false })),
-    nextPageToken: page.nextPageToken ?? "",
-    pageSize: page.pageSize,
-    totalSize: page.totalSize,
-  }),
-  pushConfig,
-  pushConfigList: (cs) => ({ configs: cs.map(pushConfig), nextPageToken: "" }),
-  pushConfigDeleted: () => ({}),
-
   sendParams: encSendParams,
-  decodeTask: (raw, field = "") => decodeTaskObj(root(raw, field), field),
-  decodeSendResult(raw) {
-    const [key, o] = unwrap(raw, ["task", "message"]);
-    return key === "task" ? { kind: "task", task: decodeTaskObj(o, "task") } : { kind: "message", message: decodeMsg(o, "message") };
-  },
-  decodeStreamEvent(raw) {
-    const [key, o] = unwrap(raw, ["task", "message", "statusUpdate", "artifactUpdate"]);
-    switch (key) {
-      case "task":
-        return { kind: "task", task: decodeTaskObj(o, key) };
-      case "message":
-        return { kind: "message", message: decodeMsg(o, key) };
-      case "statusUpdate": {
-        const status = decodeStatus(reqObj(o, "status", key), at(key, "status"));
-        return compact({
-          kind: "status-update" as const,
-          taskId: reqStr(o, "taskId", key),
-          contextId: reqStr(o, "contextId", key),
-          status,
-          final: isTerminal(status.state),
-          metadata: optMeta(o, "metadata", key),
-        });
-      }
-      default:
-        return compact({
-          kind: "artifact-update" as const,
-          taskId: reqStr(o, "taskId", key),
-          contextId: reqStr(o, "contextId", key),
-          artifact: decodeArtifact(reqObj(o, "artifact", key), at(key, "artifact")),
-          append: optBool(o, "append", key),
-          lastChunk: optBool(o, "lastChunk", key),
-          metadata: optMeta(o, "metadata", key),
-        });
-    }
-  },
+  ...protoJsonEnvelopes({
+    encTask,
+    encMessage,
+    encStatus,
+    encArtifact,
+    pushConfig,
+    decodeTaskObj,
+    decodeMsg,
+    decodeStatus,
+    decodeArtifact,
+    unwrap,
+    wireFinal: false,
+  }),
 };
