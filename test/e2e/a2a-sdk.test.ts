@@ -6,46 +6,34 @@ import os from "node:os";
 import path from "node:path";
 import { Role, TaskState } from "@a2a-js/sdk";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
-import { startUpstream, type Upstream } from "../../src/upstream/index.js";
-import { startHermeticOpencode, type HermeticOpencode } from "../../tools/upstream/hermetic.js";
-import { startModelServer, type ModelServer } from "../../tools/upstream/model-server.js";
+import type { HermeticOpencode } from "../../tools/upstream/hermetic.js";
+import type { ModelServer } from "../../tools/upstream/model-server.js";
 import { hang, text, tool } from "../../tools/upstream/script.js";
-import { startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import { TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import { startRealStack, type RealStack } from "../support/stack.js";
 
 const PASSWORD = "e2e-sdk-opencode-password";
+let stack: RealStack;
 let model: ModelServer;
 let oc: HermeticOpencode;
-let upstream: Upstream;
 let gw: StartedGateway;
 let scratch: string;
-let env: Record<string, string>;
 
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "e2e-sdk-"));
-  model = await startModelServer();
-  oc = await startHermeticOpencode({ modelBaseUrl: model.baseUrl, password: PASSWORD });
+  stack = await startRealStack({
+    password: PASSWORD,
+    env: { A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch, "tasks.db")}` },
+  });
+  ({ model, oc, gw } = stack);
   // Sessions are created without a title request: the model server answers titles on its own.
   fs.mkdirSync(path.join(oc.workspace, "sub"));
   fs.symlinkSync(scratch, path.join(oc.workspace, "escape"));
-  env = {
-    A2A_BEARER_TOKEN: TEST_TOKEN,
-    OPENCODE_BASE_URL: oc.url,
-    OPENCODE_SERVER_PASSWORD: PASSWORD,
-    OPENCODE_WORKSPACE_ROOT: oc.workspace,
-    A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch, "tasks.db")}`,
-  };
-  upstream = await startUpstream(loadConfig(env), pino({ level: "silent" }));
-  gw = await startGateway(env, { upstream });
 }, 90_000);
 
 afterAll(async () => {
-  await gw?.close();
-  await upstream?.stop();
-  await oc?.stop();
-  await model?.close();
+  await stack?.close();
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
@@ -249,8 +237,7 @@ describe("ListTasks (1.0) and a gateway restart", () => {
     expect(page.totalSize).toBe(1);
 
     const before = await c.getTask({ tenant: "", id: task.id, historyLength: undefined as never });
-    await gw.close();
-    gw = await startGateway(env, { upstream });
+    gw = await stack.restartGateway();
     for (const [line, binding] of configs) {
       const fresh = await client(gw.url, line, binding);
       const after: any = await fresh.getTask({ tenant: "", id: task.id, historyLength: undefined as never });

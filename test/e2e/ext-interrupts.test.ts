@@ -7,19 +7,15 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
-import { startUpstream, type Upstream } from "../../src/upstream/index.js";
-import { startHermeticOpencode, type HermeticOpencode } from "../../tools/upstream/hermetic.js";
-import { startModelServer, type ModelServer } from "../../tools/upstream/model-server.js";
+import type { ModelServer } from "../../tools/upstream/model-server.js";
 import { text, tool } from "../../tools/upstream/script.js";
 import { expectValid } from "../support/contract.js";
-import { rpc, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import { rpc, type StartedGateway } from "../support/gateway.js";
+import { startRealStack, type RealStack } from "../support/stack.js";
 
+let stack: RealStack;
 let model: ModelServer;
-let oc: HermeticOpencode;
-let upstream: Upstream;
 let gw: StartedGateway;
 let scratch: string;
 let outsideFile: string;
@@ -29,23 +25,12 @@ beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "e2e-interrupts-"));
   outsideFile = path.join(scratch, "secret.txt");
   fs.writeFileSync(outsideFile, "the outside secret is 4242\n");
-  model = await startModelServer();
-  oc = await startHermeticOpencode({ modelBaseUrl: model.baseUrl });
-  const env = {
-    A2A_BEARER_TOKEN: TEST_TOKEN,
-    OPENCODE_BASE_URL: oc.url,
-    OPENCODE_WORKSPACE_ROOT: oc.workspace,
-    A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch, "tasks.db")}`,
-  };
-  upstream = await startUpstream(loadConfig(env), pino({ level: "silent" }));
-  gw = await startGateway(env, { upstream });
+  stack = await startRealStack({ env: { A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch, "tasks.db")}` } });
+  ({ model, gw } = stack);
 }, 90_000);
 
 afterAll(async () => {
-  await gw?.close();
-  await upstream?.stop();
-  await oc?.stop();
-  await model?.close();
+  await stack?.close();
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 

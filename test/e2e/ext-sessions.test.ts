@@ -4,44 +4,32 @@
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ProtocolLine } from "../../src/contract/catalog.js";
-import { loadConfig } from "../../src/config/index.js";
-import { startUpstream, type Upstream } from "../../src/upstream/index.js";
-import { startHermeticOpencode, type HermeticOpencode } from "../../tools/upstream/hermetic.js";
-import { startModelServer, type ModelServer } from "../../tools/upstream/model-server.js";
+import type { HermeticOpencode } from "../../tools/upstream/hermetic.js";
+import type { ModelServer } from "../../tools/upstream/model-server.js";
 import { hang, text, tool } from "../../tools/upstream/script.js";
 import { errorInfoOf, expectRpcError, expectValid } from "../support/contract.js";
-import { rpc, startGateway, TEST_TOKEN, type HttpResult, type StartedGateway } from "../support/gateway.js";
+import { rpc, type HttpResult, type StartedGateway } from "../support/gateway.js";
+import { startRealStack, type RealStack } from "../support/stack.js";
 
 const PASSWORD = "e2e-sessions-opencode-password";
 const LINES: ProtocolLine[] = ["0.3", "1.0"];
+let stack: RealStack;
 let model: ModelServer;
 let oc: HermeticOpencode;
-let upstream: Upstream;
 let gw: StartedGateway;
 
 beforeAll(async () => {
-  model = await startModelServer();
-  oc = await startHermeticOpencode({ modelBaseUrl: model.baseUrl, password: PASSWORD });
-  const env = {
-    A2A_BEARER_TOKEN: TEST_TOKEN,
-    OPENCODE_BASE_URL: oc.url,
-    OPENCODE_SERVER_PASSWORD: PASSWORD,
-    OPENCODE_WORKSPACE_ROOT: oc.workspace,
-    A2A_TASK_STORE_BACKEND: "memory",
-    A2A_ENABLE_SESSION_SHELL: "true",
-  };
-  upstream = await startUpstream(loadConfig(env), pino({ level: "silent" }));
-  gw = await startGateway(env, { upstream });
+  stack = await startRealStack({
+    password: PASSWORD,
+    env: { A2A_TASK_STORE_BACKEND: "memory", A2A_ENABLE_SESSION_SHELL: "true" },
+  });
+  ({ model, oc, gw } = stack);
 }, 90_000);
 
 afterAll(async () => {
-  await gw?.close();
-  await upstream?.stop();
-  await oc?.stop();
-  await model?.close();
+  await stack?.close();
 }, 30_000);
 
 let counter = 0;
