@@ -8,6 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { A2AError } from "../contract/errors.js";
 import type { Metadata } from "../protocol/model.js";
+import { isObject } from "../util/object.js";
 
 export interface RoutingPolicy {
   /** OPENCODE_WORKSPACE_ROOT, or the gateway's cwd. */
@@ -17,8 +18,6 @@ export interface RoutingPolicy {
 
 /** Instance routing for one request: a workspace id, or a realpath directory, or nothing (OpenCode's default). */
 export type Routing = { workspace: string } | { directory: string } | Record<string, never>;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function refuse(field: string, message: string): A2AError {
   return new A2AError("INVALID_PARAMS", message, { field }, { fieldViolations: [{ field, description: message }] });

@@ -11,6 +11,7 @@ import type { Metadata } from "../protocol/model.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { routingKey, type Routing } from "./directory.js";
+import { isObject } from "../util/object.js";
 
 /** The persistence the resolver needs (src/storage implements it for SQLite and memory). */
 export interface SessionRecords {
@@ -32,8 +33,6 @@ export interface ResolvedSession {
   /** The binding key, so a vanished session can be re-created once. */
   bindingKey?: { contextId: string; scopeKey: string };
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** `metadata.shared.session.id` of a message or request, if any. */
 export function explicitSessionId(metadata: Metadata | undefined): string | undefined {

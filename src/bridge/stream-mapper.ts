@@ -51,6 +51,7 @@ import {
 import { classifyAssistantError, type AssistantError, type UpstreamError } from "../upstream/errors.js";
 import { sessionIdOf } from "../upstream/hub.js";
 import { addUsage, usageFromTokens, zeroUsage, type Usage } from "./usage.js";
+import { isObject } from "../util/object.js";
 
 export type { Usage } from "./usage.js";
 
@@ -157,7 +158,6 @@ interface MessageUsage {
   steps: Map<string, Usage>;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
 /** JSON with object keys sorted (stable identity for "did this tool block change"). */

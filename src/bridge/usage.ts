@@ -2,6 +2,7 @@
 // upstream `tokens{input, output, total?, reasoning, cache{read, write}}` + `cost` →
 // `{input_tokens, output_tokens, total_tokens, reasoning_tokens, cache_tokens{read_tokens, write_tokens}, cost}`.
 // `total` falls back to input + output. Missing or non-numeric fields count as 0.
+import { isObject } from "../util/object.js";
 
 export interface Usage {
   input_tokens: number;
@@ -12,7 +13,6 @@ export interface Usage {
   cost: number;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
 
 /** Normalizes an upstream `tokens` object (+ cost); undefined when `tokens` is not an object. */

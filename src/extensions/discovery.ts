@@ -12,6 +12,7 @@ import type { Metadata } from "../protocol/model.js";
 import type { MethodHandler } from "../operations/index.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
+import { isObject } from "../util/object.js";
 
 interface ProviderCatalog {
   all: Provider[];
@@ -47,7 +48,6 @@ interface CatalogFields {
   connected: string[];
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const nonEmpty = (v: unknown): v is string => typeof v === "string" && v !== "";
 const count = (v: unknown): number | undefined => (typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : undefined);
 

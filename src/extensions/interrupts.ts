@@ -30,10 +30,9 @@ import type { InterruptRecord, InterruptType } from "../storage/interrupts.js";
 import type { CallContext, SdkResult } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
+import { isObject } from "../util/object.js";
 
 type PermissionDecision = (typeof PERMISSION_REPLIES)[number];
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function invalidParams(field: string, message: string, data: Record<string, unknown> = {}): A2AError {
   return new A2AError("INVALID_PARAMS", message, { field, fields: [field], ...data }, {

@@ -24,13 +24,13 @@ import { resolveRouting, type Routing } from "../bridge/directory.js";
 import { A2AError } from "../contract/errors.js";
 import type { Call, MethodHandler } from "../operations/index.js";
 import { codecFor } from "../protocol/codec/index.js";
-import { invalid } from "../protocol/codec/common.js";
+import { compact, invalid } from "../protocol/codec/common.js";
 import type { Message, Task } from "../protocol/model.js";
 import { isSession, type CallContext, type CallOptions, type SdkResult } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
+import { isObject, type Obj } from "../util/object.js";
 
-type Obj = Record<string, unknown>;
 type Params = Record<string, unknown>;
 
 /** A message as OpenCode returns it: `{info, parts}`. */
@@ -45,18 +45,12 @@ const SESSION_ID = /^ses[\w-]{1,200}$/;
 const MESSAGE_ID = /^msg[\w-]{1,200}$/;
 const PART_ID = /^prt[\w-]{1,200}$/;
 
-const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 const isoOf = (ms: unknown): string | undefined => {
   const n = num(ms);
   return n === undefined ? undefined : new Date(n).toISOString();
 };
-/** Drops undefined members (the wire never carries them). */
-function compact<T extends Obj>(o: T): T {
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
-  return o;
-}
 
 const isUpstreamMessage = (v: unknown): v is UpstreamMessage =>
   isObject(v) && isObject(v.info) && typeof v.info.id === "string" && Array.isArray(v.parts);

@@ -19,6 +19,7 @@ import type { MethodHandler } from "../operations/index.js";
 import type { CallContext, SdkResult } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
+import { isObject } from "../util/object.js";
 
 export interface ProjectSummary {
   id: string;
@@ -41,7 +42,6 @@ export interface WorktreeSummary {
   directory?: string;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const nonEmpty = (v: unknown): v is string => typeof v === "string" && v !== "";
 
 const isProject = (v: unknown): v is Project => isObject(v) && nonEmpty(v.id);

@@ -34,6 +34,7 @@ import type { UpstreamClient } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { FanOut, type EventQueue } from "./fanout.js";
 import type { AbortOutcome, Metrics } from "./metrics.js";
+import { isObject } from "../util/object.js";
 
 export interface RuntimeOptions {
   store: TaskStore;
@@ -54,8 +55,6 @@ export interface RuntimeOptions {
 }
 
 const TEXT_PLAIN = "text/plain";
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** The failure of a turn as `metadata.opencode.error` (spec: OpenCodeErrorMetadata). */
 function errorMetadata(error: UpstreamError | A2AError): Metadata {

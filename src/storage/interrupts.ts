@@ -5,6 +5,7 @@
 // removed outright. SQLite and in-memory implementations with the same behaviour; the clock (epoch ms) is injectable.
 import type { StoreDatabase } from "./database.js";
 import type { Clock } from "./sessions.js";
+import { isObject } from "../util/object.js";
 
 export type InterruptType = "permission" | "question";
 
@@ -141,7 +142,7 @@ const COLUMNS =
 function parseObject(json: string): Record<string, unknown> {
   try {
     const v: unknown = JSON.parse(json);
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+    return isObject(v) ? v : {};
   } catch {
     return {};
   }

@@ -7,12 +7,9 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { isObject } from "../util/object.js";
 
 const require = createRequire(import.meta.url);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Directory of the installed opencode-ai package (Node module resolution from this package). */
 export function opencodePackageDir(): string {

@@ -7,6 +7,7 @@ import { createClient, type Client } from "../../generated/opencode/client/index
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Session } from "../../generated/opencode/types.gen.js";
 import { classifyHttp, classifyThrown, UpstreamError } from "./errors.js";
+import { isObject } from "../util/object.js";
 
 export interface UpstreamClientOptions {
   baseUrl: string;
@@ -61,8 +62,6 @@ export interface UpstreamStats {
   failures: Record<string, number>;
   rejectedByBudget: number;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export const isSession = (v: unknown): v is Session => isObject(v) && typeof v.id === "string" && v.id.startsWith("ses");
 

@@ -13,6 +13,7 @@ import type {
   StructuredOutputError,
   UnknownError,
 } from "../../generated/opencode/types.gen.js";
+import { isObject } from "../util/object.js";
 
 export type UpstreamFailureKind =
   /** No connection: refused, reset, DNS, socket closed before a response. */
@@ -140,10 +141,6 @@ export class UpstreamError extends Error {
         });
     }
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The innermost `code` of an error chain (undici wraps socket errors as `TypeError: fetch failed` + cause). */

@@ -21,6 +21,7 @@ import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Event as OpencodeEvent } from "../../generated/opencode/types.gen.js";
 import type { UpstreamClient } from "./client.js";
 import { classifyThrown, UpstreamError } from "./errors.js";
+import { isObject } from "../util/object.js";
 
 export type { OpencodeEvent };
 
@@ -87,8 +88,6 @@ export interface HubStatus {
   overflows: number;
   malformed: number;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 const FRAME_END = Buffer.from("\n\n");
 const SYNC_MARKER = Buffer.from('"payload":{"type":"sync"');

@@ -1,6 +1,7 @@
 // Shared pieces of the protocol codecs: the Codec interface every line implements, the typed readers the decoders
 // use (each failure is an INVALID_PARAMS A2AError naming the offending field, in the dotted form of
 // src/contract/validate.ts, e.g. `message.parts.0.file`), and the line-neutral task view (history / artifacts).
+import { isObject, type Obj } from "../../util/object.js";
 import { A2AError } from "../../contract/errors.js";
 import { camelizeKeys } from "../keys.js";
 import type { ListParams, Message, Metadata, PushConfig, SendParams, SendResult, StreamEvent, Task, TaskState } from "../model.js";
@@ -111,7 +112,7 @@ export interface Codec {
 // Errors and readers
 // ---------------------------------------------------------------------------------------------------------------
 
-export type Obj = Record<string, unknown>;
+export type { Obj };
 
 export function invalid(field: string, description: string): A2AError {
   const f = field || "(root)";
@@ -125,17 +126,15 @@ export function invalid(field: string, description: string): A2AError {
 
 export const at = (path: string, key: string | number): string => (path ? `${path}.${key}` : String(key));
 
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
-
 /** camelCase keys (snake_case accepted), then require an object. */
 export function root(raw: unknown, field = ""): Obj {
   const v = camelizeKeys(raw ?? {});
-  if (!isObj(v)) throw invalid(field, "must be an object");
+  if (!isObject(v)) throw invalid(field, "must be an object");
   return v;
 }
 
 export function obj(v: unknown, field: string): Obj {
-  if (!isObj(v)) throw invalid(field, "must be an object");
+  if (!isObject(v)) throw invalid(field, "must be an object");
   return v;
 }
 
@@ -302,7 +301,7 @@ export function viewArtifacts(task: Task, view: TaskView = {}): Task["artifacts"
 
 /** 0.3 has object-only data parts: a non-object value (possible from a 1.0 client) travels as `{value: …}`. */
 export function asDataObject(data: unknown): Obj {
-  return isObj(data) ? data : { value: data };
+  return isObject(data) ? data : { value: data };
 }
 
 export const STATES: readonly TaskState[] = [
