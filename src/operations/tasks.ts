@@ -4,7 +4,7 @@
 import { codecFor, type Codec } from "../protocol/codec/index.js";
 import type { StreamEvent } from "../protocol/model.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
-import { EventStream } from "../transport/sse.js";
+import { EventStream } from "./stream.js";
 import type { Call, MethodHandler } from "./index.js";
 
 function codecOf(call: Call): Codec {

@@ -728,6 +728,35 @@ export class TaskRuntime {
     return this.#handle(live.fanout.subscribe({ kind: "task", task: structuredClone(live.task) }));
   }
 
+  /**
+   * At start: tasks a previous process left running cannot be continued (their turn's events are gone), so they
+   * end as failed with GATEWAY_RESTARTED. Returns how many.
+   */
+  failOrphans(): number {
+    const message = "The gateway restarted while this task was running; its turn cannot be continued.";
+    const error = { type: "GATEWAY_RESTARTED", message };
+    let failed = 0;
+    for (const state of ["submitted", "working", "input-required", "auth-required"] as const) {
+      for (;;) {
+        const page = this.opts.store.list(undefined, { state, pageSize: 100 });
+        let applied = 0;
+        for (const task of page.tasks) {
+          task.status = {
+            state: "failed",
+            timestamp: now(),
+            message: { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text: message }], taskId: task.id, contextId: task.contextId },
+          };
+          task.metadata = mergeOpencode(task.metadata, { error });
+          if (this.opts.store.save(task).applied) applied++;
+        }
+        failed += applied;
+        if (applied === 0) break; // the page is empty (or nothing could change): done with this state
+      }
+    }
+    if (failed > 0) this.opts.log.warn({ failed }, "tasks left running by a previous process were marked failed");
+    return failed;
+  }
+
   /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */
   shutdown(): void {
     this.#stopped = true;

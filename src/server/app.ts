@@ -18,7 +18,6 @@ import { requestBody } from "./middleware/body.js";
 import { errorBoundary } from "./middleware/errors.js";
 import { versionNegotiation } from "./middleware/version.js";
 import type { Upstream } from "../upstream/index.js";
-import { randomUUID } from "node:crypto";
 import { hasScope, type Principal } from "../auth/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../runtime/metrics.js";
@@ -93,34 +92,6 @@ export interface GatewayDeps {
   storage?: Storage;
 }
 
-/** Tasks a previous process left running cannot be continued: they end as failed, with the reason. */
-function failOrphanedTasks(storage: Storage, log: Logger): number {
-  let failed = 0;
-  for (const state of ["submitted", "working", "input-required", "auth-required"] as const) {
-    for (let guard = 0; guard < 10_000; guard++) {
-      const page = storage.tasks.list(undefined, { state, pageSize: 100 });
-      if (page.tasks.length === 0) break;
-      for (const task of page.tasks) {
-        const reason = "The gateway restarted while this task was running; its turn cannot be continued.";
-        storage.tasks.save({
-          ...task,
-          status: {
-            state: "failed",
-            timestamp: new Date().toISOString(),
-            message: { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text: reason }], taskId: task.id, contextId: task.contextId },
-          },
-          metadata: {
-            ...(task.metadata ?? {}),
-            opencode: { ...((task.metadata?.opencode as Record<string, unknown> | undefined) ?? {}), error: { type: "GATEWAY_RESTARTED", message: reason } },
-          },
-        });
-        failed++;
-      }
-    }
-  }
-  if (failed > 0) log.warn({ failed }, "tasks left running by a previous process were marked failed");
-  return failed;
-}
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
   const catalog = deps.catalog ?? generatedCatalog;
@@ -151,7 +122,6 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   if (deps.upstream !== undefined) {
     storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl });
-    failOrphanedTasks(storage, log);
     const upstream = deps.upstream;
     sessions = new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000);
     runtime = new TaskRuntime({
@@ -166,6 +136,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       turnTimeoutMs: config.opencodeStreamTimeout * 1000,
       reconnectGraceMs: config.turnReconnectGrace * 1000,
     });
+    runtime.failOrphans();
   }
   const extensions =
     runtime === undefined || deps.upstream === undefined || storage === undefined || sessions === undefined
@@ -201,6 +172,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });
+  // JSON-RPC is registered with the router (which mirrors the catalog) and also mounted in front of it, so the hot
+  // path skips the REST route walk.
   const jsonrpc = createJsonRpcEndpoint({ catalog, facts, registry, log });
   router.post("/", jsonrpc);
   registerRestRoutes(router, { catalog, registry });
@@ -221,7 +194,6 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   );
   app.use(authentication(auth, publicMatcher(catalog)));
   app.use(requestBody(config.maxRequestBodyBytes));
-  // The JSON-RPC endpoint is the hot path: answered without walking every REST route's pattern.
   app.use(async (ctx, next) => (ctx.method === "POST" && ctx.path === "/" ? jsonrpc(ctx) : next()));
   app.use(router.routes());
   const allowedVerbs = routeMatcher(catalog);

@@ -1,18 +1,11 @@
-// Server-Sent Events for the streaming operations of both transports. A handler returns an EventStream; the
-// transport frames each event (JSON-RPC: a response envelope carrying the request id; REST: the bare event),
+// Server-Sent Events for the streaming operations of both transports. A handler returns an EventStream
+// (src/operations/stream.ts); the transport frames each event (JSON-RPC: a response envelope carrying the request
+// id; REST: the bare event),
 // writes `data: <json>\n\n` with backpressure, sends a comment heartbeat while idle, ends the response after the
 // last event, and tells the stream when the client went away.
 import { PassThrough } from "node:stream";
 import type { Context } from "koa";
-
-export class EventStream {
-  constructor(
-    /** Already encoded for the caller's line; a thrown error becomes the stream's last (error) event. */
-    readonly events: AsyncIterator<unknown>,
-    /** The client disconnected (or the response ended): release the subscription. */
-    readonly close: () => void,
-  ) {}
-}
+import type { EventStream } from "../operations/stream.js";
 
 export interface SseFraming {
   event(value: unknown): unknown;

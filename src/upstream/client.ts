@@ -63,6 +63,10 @@ export interface UpstreamStats {
   rejectedByBudget: number;
 }
 
+/** `Authorization: Basic` value for OpenCode's OPENCODE_SERVER_USERNAME / OPENCODE_SERVER_PASSWORD. */
+export const basicAuthHeader = (username: string, password: string): string =>
+  `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`;
+
 export const isSession = (v: unknown): v is Session => isObject(v) && typeof v.id === "string" && v.id.startsWith("ses");
 
 export class UpstreamClient {
@@ -77,8 +81,7 @@ export class UpstreamClient {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
     const headers: Record<string, string> = { accept: "application/json" };
     if (options.password !== undefined && options.password !== "") {
-      const user = options.username ?? "opencode";
-      headers.authorization = `Basic ${Buffer.from(`${user}:${options.password}`).toString("base64")}`;
+      headers.authorization = basicAuthHeader(options.username ?? "opencode", options.password);
     }
     this.client = createClient({
       baseUrl: this.#baseUrl,

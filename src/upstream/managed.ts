@@ -13,6 +13,7 @@ import { EventEmitter } from "node:events";
 import { createInterface } from "node:readline";
 import { createClient } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
+import { basicAuthHeader } from "./client.js";
 
 export interface ManagedOpencodeOptions {
   binary: string;
@@ -273,7 +274,7 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
   async #waitHealthy(url: string, child: ChildProcess): Promise<void> {
     const headers: Record<string, string> = {};
     if (this.#opts.password !== undefined && this.#opts.password !== "") {
-      headers.authorization = `Basic ${Buffer.from(`${this.#opts.username}:${this.#opts.password}`).toString("base64")}`;
+      headers.authorization = basicAuthHeader(this.#opts.username, this.#opts.password);
     }
     const client = createClient({ baseUrl: url, headers });
     const deadline = Date.now() + 15_000;

@@ -11,7 +11,9 @@ import { hasScope, type Principal } from "../../auth/index.js";
 import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
 import type { MethodHandler } from "../../operations/index.js";
 import type { RequestState } from "../../server/state.js";
-import { EventStream, sendEventStream } from "../sse.js";
+import { json } from "../http.js";
+import { EventStream } from "../../operations/stream.js";
+import { sendEventStream } from "../sse.js";
 
 type Id = string | number | null;
 type Response = { jsonrpc: "2.0"; id: Id; result: unknown } | { jsonrpc: "2.0"; id: Id; error: unknown };
@@ -33,15 +35,6 @@ function isId(v: unknown): v is Id {
 
 function invalidRequest(detail: string, field?: string): A2AError {
   return new A2AError("INVALID_REQUEST", `Invalid JSON-RPC Request: ${detail}`, field ? { field } : {});
-}
-
-/**
- * A JSON body serialized once: with an object body Koa would stringify it twice (koa-compress asks for the
- * length before Koa writes it).
- */
-export function json(ctx: Context, value: unknown): void {
-  ctx.type = "application/json";
-  ctx.body = JSON.stringify(value);
 }
 
 export function createJsonRpcEndpoint(deps: JsonRpcDeps) {

@@ -12,8 +12,9 @@ import { hasScope, type Principal } from "../../auth/index.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
 import type { RequestState } from "../../server/state.js";
 import { restError } from "../../protocol/errors.js";
-import { EventStream, sendEventStream } from "../sse.js";
-import { json } from "../jsonrpc/index.js";
+import { EventStream } from "../../operations/stream.js";
+import { json } from "../http.js";
+import { sendEventStream } from "../sse.js";
 
 export interface RestDeps {
   catalog: Catalog;
