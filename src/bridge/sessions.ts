@@ -9,7 +9,6 @@ import { A2AError } from "../contract/errors.js";
 import type { Principal } from "../auth/index.js";
 import type { Metadata } from "../protocol/model.js";
 import type { UpstreamClient } from "../upstream/client.js";
-import { UpstreamError } from "../upstream/errors.js";
 import { routingKey, type Routing } from "./directory.js";
 import { isObject } from "../util/object.js";
 
@@ -95,7 +94,6 @@ export class SessionResolver {
       await this.upstream.getSession(sessionId, routing);
     } catch (error) {
       this.records.releaseClaim(sessionId, principal.id);
-      if (error instanceof UpstreamError) throw error.toA2AError();
       throw error;
     }
     return { sessionId, claimed: true };

@@ -26,7 +26,22 @@ export class A2AError extends Error {
   }
 }
 
+/** An error of another layer that knows its typed A2A shape (e.g. src/upstream's UpstreamError). */
+export interface A2AConvertible {
+  toA2AError(): A2AError;
+}
+
+function isConvertible(err: unknown): err is A2AConvertible {
+  return err instanceof Error && typeof (err as Partial<A2AConvertible>).toA2AError === "function";
+}
+
+/** True for errors that map to a typed A2A error; anything else is an unexpected failure (INTERNAL_ERROR). */
+export function isExpectedError(err: unknown): boolean {
+  return err instanceof A2AError || isConvertible(err);
+}
+
 export function toA2AError(err: unknown): A2AError {
   if (err instanceof A2AError) return err;
+  if (isConvertible(err)) return err.toA2AError();
   return new A2AError("INTERNAL_ERROR");
 }

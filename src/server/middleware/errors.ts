@@ -1,7 +1,7 @@
 // Outermost error boundary: every failure leaves as the error shape of the request's line and transport.
 import type { Context, Next } from "koa";
 import type { Logger } from "pino";
-import { A2AError, toA2AError } from "../../contract/errors.js";
+import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js";
 import { jsonRpcError, restError } from "../../protocol/errors.js";
 import type { RequestState } from "../state.js";
 
@@ -27,7 +27,7 @@ export function errorBoundary(log: Logger) {
       await next();
     } catch (raw) {
       const err = toA2AError(raw);
-      if (!(raw instanceof A2AError)) log.error({ err: raw, path: ctx.path }, "unhandled error");
+      if (!isExpectedError(raw)) log.error({ err: raw, path: ctx.path }, "unhandled error");
       if (ctx.headerSent || !ctx.writable) return;
       sendError(ctx, err);
     }

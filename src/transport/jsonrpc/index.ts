@@ -3,7 +3,7 @@
 import type { Context } from "koa";
 import type { Logger } from "pino";
 import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.js";
-import { A2AError, toA2AError } from "../../contract/errors.js";
+import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js";
 import { invalidParams, validate } from "../../contract/validate.js";
 import { jsonRpcError } from "../../protocol/errors.js";
 import { camelizeKeys } from "../../protocol/keys.js";
@@ -106,7 +106,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       }
       return notification ? null : { jsonrpc: "2.0", id, result: result ?? null };
     } catch (raw) {
-      if (!(raw instanceof A2AError)) deps.log.error({ err: raw }, "JSON-RPC handler failed");
+      if (!isExpectedError(raw)) deps.log.error({ err: raw }, "JSON-RPC handler failed");
       if (notification) return null;
       return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(raw)) };
     }
@@ -138,7 +138,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       sendEventStream(ctx, response.stream, {
         event: (result) => ({ jsonrpc: "2.0", id, result }),
         error: (error) => {
-          if (!(error instanceof A2AError)) deps.log.error({ err: error }, "JSON-RPC stream failed");
+          if (!isExpectedError(error)) deps.log.error({ err: error }, "JSON-RPC stream failed");
           return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(error)) };
         },
       });
