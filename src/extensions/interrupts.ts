@@ -191,7 +191,6 @@ export class InterruptRegistry implements InterruptHooks {
   async questionReject(principal: Principal, requestId: string): Promise<void> {
     const record = this.#binding(requestId, principal.id, "question");
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }));
-    this.#store.remove(record.requestId);
     this.#resumeTask(principal, record);
   }
 
@@ -263,42 +262,37 @@ export class InterruptRegistry implements InterruptHooks {
     await this.#upstream(record, "permissionReply", (c) =>
       sdk.permissionReply({ ...c, path: { requestID: record.requestId }, body: { reply, ...(message === undefined ? {} : { message }) } }),
     );
-    this.#store.remove(record.requestId);
   }
 
   async #replyQuestion(record: InterruptRecord, answers: string[][]): Promise<void> {
     await this.#upstream(record, "questionReply", (c) => sdk.questionReply({ ...c, path: { requestID: record.requestId }, body: { answers } }));
-    this.#store.remove(record.requestId);
   }
 
-  /** One upstream call to the asking session's instance; upstream failures become the project's typed errors. */
+  /**
+   * Delivers one answer to the asking session's instance. Answered: the binding is removed. Upstream failures become
+   * the project's typed errors; a request OpenCode no longer holds (404, or `false`) is gone here too.
+   */
   async #upstream<T>(record: InterruptRecord, operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>): Promise<void> {
+    const gone = (extra: Record<string, unknown> = {}): A2AError => {
+      this.#store.remove(record.requestId);
+      return new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
+        request_id: record.requestId,
+        ...extra,
+      });
+    };
     let answered: unknown;
     try {
       // OpenCode answers `true`; anything but a boolean (an HTML page from a misrouted proxy, …) is a payload error,
       // never a success that would drop the binding and resume a turn OpenCode was not told to continue.
       answered = await this.deps.upstream.call(operation, invoke, { ...record.routing, validate: (d) => typeof d === "boolean" });
     } catch (error) {
-      if (error instanceof UpstreamError) {
-        if (error.kind === "http" && error.status === 404) {
-          // OpenCode no longer knows the request (answered elsewhere, or OpenCode restarted): the binding is dead.
-          this.#store.remove(record.requestId);
-          throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
-            request_id: record.requestId,
-            upstream_status: 404,
-          });
-        }
-        throw error.toA2AError();
-      }
-      throw error;
+      if (!(error instanceof UpstreamError)) throw error;
+      // 404: OpenCode no longer knows the request (answered elsewhere, or OpenCode restarted).
+      if (error.kind === "http" && error.status === 404) throw gone({ upstream_status: 404 });
+      throw error.toA2AError();
     }
-    if (answered === false) {
-      // OpenCode did not take the answer: the request is not pending there any more.
-      this.#store.remove(record.requestId);
-      throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
-        request_id: record.requestId,
-      });
-    }
+    if (answered === false) throw gone();
+    this.#store.remove(record.requestId);
   }
 
   /** The task continues at once when this was the request it waited on (OpenCode confirms with `*.replied`). */

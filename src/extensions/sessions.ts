@@ -187,8 +187,9 @@ export function sessionSummary(s: Session): Obj {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Cursor: the upstream `X-Next-Cursor`, bound to its session so that a cursor of another session or a tampered one
-// is refused as an invalid `before` instead of reaching OpenCode.
+// Cursor: the upstream `X-Next-Cursor`, bound to its session so that a cursor of another session or a malformed one
+// is refused as an invalid `before` instead of reaching OpenCode. It is not signed: it only names a position in a
+// session the caller may read anyway (a forged one pages from another message of the same session).
 
 function encodeCursor(sessionId: string, upstream: string): string {
   return Buffer.from(JSON.stringify({ v: 1, s: sessionId, c: upstream }), "utf8").toString("base64url");

@@ -55,6 +55,10 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
   // Literal suffix routes (`{id}:cancel`) must be tried before the bare `{id}` route they would otherwise match.
   const ordered = [...routes].sort((a, b) => Number(b.path.includes("}:")) - Number(a.path.includes("}:")));
   for (const route of ordered) {
+    // What a route needs per protocol line is fixed by the catalog: resolved once here, not per request.
+    const perLine = new Map(
+      deps.catalog.protocol_lines.map((l) => [l, { method: methodForOperation(deps.catalog, l, route.operation!), schema: bodySchemaFor(deps.catalog, route, l) }]),
+    );
     router.register(koaPath(route.path), [route.verb], async (ctx: Context, next: Next) => {
       // `{id}` never swallows a literal suffix: `GET /tasks/x:cancel` is not `GET /tasks/{id}` with id "x:cancel".
       if (Object.values(ctx.params as Record<string, string>).some((v) => v.includes(":"))) return next();
@@ -62,10 +66,9 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       const line: ProtocolLine = route.path.startsWith("/v1/") ? "0.3" : state.line;
       state.line = line;
       ctx.set("A2A-Version", line);
-      const method = methodForOperation(deps.catalog, line, route.operation!);
+      const { method, schema } = perLine.get(line)!;
       if (!method) throw new A2AError("UNSUPPORTED_OPERATION", `${route.operation} is not part of the ${line} line`);
       let body = parseBody(ctx);
-      const schema = bodySchemaFor(deps.catalog, route, line);
       if (schema) {
         if (body === undefined) throw new A2AError("INVALID_PARAMS", "A JSON request body is required", { field: "(body)" });
         body = camelizeKeys(body);
