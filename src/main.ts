@@ -1,25 +1,35 @@
 // `opencode-a2a serve`: load the configuration, start the Koa gateway, stop cleanly on SIGINT/SIGTERM.
+// `opencode-a2a keys …`: manage the credentials file (src/cli/keys.ts).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { ConfigError, loadConfig, loadDotEnv } from "./config/index.js";
-import { packageVersion } from "./contract/catalog.js";
+import { catalog, packageVersion } from "./contract/catalog.js";
 import { createLogger } from "./logging/index.js";
-import { createGateway } from "./server/app.js";
+import { createGateway, credentialRegistry } from "./server/app.js";
+import { CredentialError } from "./auth/credentials.js";
 import { startUpstream } from "./upstream/index.js";
+import { keysCommand } from "./cli/keys.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
 
 Usage:
   opencode-a2a serve        start the gateway (configuration from the environment and ./.env)
+  opencode-a2a keys create --trust LEVEL --principal NAME [--scheme bearer|api_key|basic] [--file PATH] …
+                            create a key in A2A_CREDENTIALS_FILE and print its secret once
+  opencode-a2a keys list | revoke --id ID | delete --id ID
+                            list the keys (no secrets), disable or remove one
+  opencode-a2a keys --help  every option of the key commands
   opencode-a2a --version    print the version
   opencode-a2a --help       this help
 
-Required: A2A_BEARER_TOKEN. Without OPENCODE_BASE_URL the gateway starts \`opencode serve\` itself.
+Credentials: A2A_BEARER_TOKEN, A2A_CREDENTIALS or A2A_CREDENTIALS_FILE (at least one). Without OPENCODE_BASE_URL the gateway starts \`opencode serve\` itself.
 See README.md for every variable.`;
 
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.Server> {
   const config = loadConfig(env, packageVersion);
   const log = createLogger(config.logLevel);
+  // Credentials are checked before anything starts, so a bad registry never leaves a managed OpenCode behind.
+  const credentials = credentialRegistry(config, catalog, log);
   // OpenCode first: in managed mode the gateway's "listening" line means OpenCode is up too.
   const upstream = await startUpstream(config, log, { env });
   let server: http.Server;
@@ -36,7 +46,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   const address = server.address() as AddressInfo;
   const bound = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
-  const gateway = await createGateway(config, log, { upstream });
+  const gateway = await createGateway(config, log, { upstream, credentials });
   server.on("request", gateway.app.callback());
   log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion, upstream: upstream.mode }, "opencode-a2a listening");
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
@@ -70,6 +80,15 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (command === "keys") {
+    try {
+      loadDotEnv(); // A2A_CREDENTIALS_FILE may come from ./.env, as for serve
+    } catch (err) {
+      process.stderr.write(`opencode-a2a: cannot read .env: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 78;
+    }
+    return keysCommand(argv.slice(1));
+  }
   if (command !== "serve") {
     process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
     return 2;
@@ -79,7 +98,7 @@ export async function main(argv: string[]): Promise<number> {
     await serve();
     return -1;
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof CredentialError) {
       process.stderr.write(`opencode-a2a: ${err.message}\n\nSee README.md (Configuration) for every variable.\n`);
       return 78;
     }

@@ -57,6 +57,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The audit log: who called which method on which task or session, and the outcome, newest first. Entries carry
+         *     no secrets and no request or response bodies. Filters combine with AND; pages follow `next_page_token`.
+         */
+        get: operations["Admin_listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/authenticatedExtendedCard": {
         parameters: {
             query?: never;
@@ -522,6 +542,67 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description One audited call. */
+        "Admin.AuditEntry": {
+            /**
+             * Format: date-time
+             * @description When the call was received (RFC 3339, millisecond precision, UTC).
+             */
+            at: string;
+            /** @description The caller's address as the gateway saw it. */
+            client_ip?: string;
+            /** @description The context (conversation) the call was about, when known. */
+            context_id?: string;
+            /** @description The id of the credential used (never the secret); null when unauthenticated. */
+            credential_id: string | null;
+            /**
+             * Format: double
+             * @description Time to the response (for streams: to the end of the stream), in milliseconds.
+             */
+            duration_ms: number;
+            /** @description The error reason (e.g. `TASK_NOT_FOUND`) when `outcome` is `error`. */
+            error_reason?: string;
+            /**
+             * Format: int64
+             * @description Monotonic id of the entry (newer entries have larger ids).
+             */
+            id: number;
+            /**
+             * @description The negotiated protocol line.
+             * @enum {string}
+             */
+            line: "0.3" | "1.0";
+            /** @description The JSON-RPC method name, or the catalog route id such as `GET /tasks/{id}`. */
+            method: string;
+            outcome: components["schemas"]["Admin.AuditOutcome"];
+            /** @description The authenticated principal; null when the credentials were missing or invalid. */
+            principal: string | null;
+            /** @description The OpenCode session the call was about, when known. */
+            session_id?: string;
+            /**
+             * Format: int64
+             * @description HTTP status of the response.
+             */
+            status: number;
+            /** @description The task the call was about, when known. */
+            task_id?: string;
+            /**
+             * @description `jsonrpc` (`POST /`) or `rest` (HTTP+JSON routes).
+             * @enum {string}
+             */
+            transport: "jsonrpc" | "rest";
+        };
+        /**
+         * @description Whether a call succeeded.
+         * @enum {string}
+         */
+        "Admin.AuditOutcome": "ok" | "error";
+        /** @description One page of the audit log, newest first. */
+        "Admin.AuditPage": {
+            entries: components["schemas"]["Admin.AuditEntry"][];
+            /** @description Cursor of the next (older) page; absent on the last page. */
+            next_page_token?: string;
+        };
         "Artifacts.SchemaIndex": {
             schemas: string[];
         };
@@ -1695,6 +1776,92 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    Admin_listAudit: {
+        parameters: {
+            query?: {
+                /** @description Only calls made with this credential (its id, never the secret). */
+                credential_id?: string;
+                /** @description Page size, 1 to 500; 100 when unset. */
+                limit?: number;
+                /** @description Only calls of this JSON-RPC method or REST route id (e.g. `message/send`, `GET /tasks/{id}`). */
+                method?: string;
+                /** @description Only successful (`ok`) or failed (`error`) calls. */
+                outcome?: components["schemas"]["Admin.AuditOutcome"];
+                /** @description Opaque cursor returned as `next_page_token` by the previous page. */
+                page_token?: string;
+                /** @description Only calls made by this principal. */
+                principal?: string;
+                /** @description Only calls about this OpenCode session. */
+                session_id?: string;
+                /** @description Only calls at or after this instant (RFC 3339). */
+                since?: string;
+                /** @description Only calls about this task. */
+                task_id?: string;
+                /** @description Only calls before this instant (RFC 3339). */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Admin.AuditPage"];
+                };
+            };
+            /** @description The server could not understand the request due to invalid syntax. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenCodeA2A.A2A.V1_0.RestError"] | components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.RestError"];
+                };
+            };
+            /** @description Access is unauthorized. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenCodeA2A.A2A.V1_0.RestError"] | components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.RestError"];
+                };
+            };
+            /** @description Access is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenCodeA2A.A2A.V1_0.RestError"] | components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.RestError"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenCodeA2A.A2A.V1_0.RestError"] | components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.RestError"];
+                };
+            };
+            /** @description Service unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenCodeA2A.A2A.V1_0.RestError"] | components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.RestError"];
+                };
             };
         };
     };

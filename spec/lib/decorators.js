@@ -18,6 +18,7 @@ export const StateKeys = Object.freeze({
   notImplementedUntil: Symbol.for("opencode-a2a.notImplementedUntil"),
   httpKind: Symbol.for("opencode-a2a.httpKind"),
   public: Symbol.for("opencode-a2a.public"),
+  accessControl: Symbol.for("opencode-a2a.accessControl"),
 });
 
 function record(key) {
@@ -36,6 +37,7 @@ export const $retention = record(StateKeys.retention);
 export const $a2aError = record(StateKeys.a2aError);
 export const $notImplementedUntil = record(StateKeys.notImplementedUntil);
 export const $httpKind = record(StateKeys.httpKind);
+export const $accessControl = record(StateKeys.accessControl);
 
 export function $streaming(context, target) {
   context.program.stateMap(StateKeys.streaming).set(target, true);

@@ -159,7 +159,19 @@ export const variables = {
   host: str("A2A_HOST", "127.0.0.1", "Bind address."),
   port: int("A2A_PORT", 8000, 0, 65535, "Bind port (0 picks a free port; the bound URL is logged)."),
   publicUrl: url("A2A_PUBLIC_URL", undefined, "Public base URL advertised by the agent cards; default `http://<A2A_HOST>:<A2A_PORT>`."),
-  bearerToken: str("A2A_BEARER_TOKEN", undefined, "Required. Bearer token for every authenticated route (one admin credential).", true),
+  bearerToken: str("A2A_BEARER_TOKEN", undefined, "Bearer token of one admin credential (principal `admin`). At least one of A2A_BEARER_TOKEN, A2A_CREDENTIALS, A2A_CREDENTIALS_FILE is required.", true),
+  credentials: str("A2A_CREDENTIALS", undefined, "Credential registry as a JSON array (id, principal, scheme `bearer`/`api_key`/`basic`, secret or secret_hash, trust_level, scopes, enabled, expires_at, rate_limit); see Access control.", true),
+  credentialsFile: str("A2A_CREDENTIALS_FILE", undefined, "Path of a JSON file holding the same array; `opencode-a2a keys create` appends to it (hashed secrets). Re-read when it changes."),
+  rateLimitWindow: seconds("A2A_RATE_LIMIT_WINDOW_SECONDS", 60, 1, 86_400, "Sliding window of the per-credential request limit."),
+  rateLimitMaxRequests: int("A2A_RATE_LIMIT_MAX_REQUESTS", 600, 0, 100_000_000, "Requests per credential per window (a JSON-RPC batch counts each call; 0 = no limit). Per-credential `rate_limit.max_requests` overrides it."),
+  rateLimitMaxStreams: int("A2A_RATE_LIMIT_MAX_STREAMS", 10, 0, 1_000_000, "Open SSE streams per credential (0 = no limit). Per-credential `rate_limit.max_streams` overrides it."),
+  streamMaxBytes: int("A2A_STREAM_MAX_BYTES", 104_857_600, 0, Number.MAX_SAFE_INTEGER, "An SSE stream is ended with STREAM_BUDGET_EXCEEDED after sending this many bytes (0 = no limit); the task goes on."),
+  streamMaxDuration: seconds("A2A_STREAM_MAX_DURATION_SECONDS", 3_600, 0, 604_800, "An SSE stream is ended with STREAM_BUDGET_EXCEEDED after this long (0 = no limit); the task goes on."),
+  streamIdleTimeout: seconds("A2A_STREAM_IDLE_TIMEOUT_SECONDS", 900, 0, 604_800, "An SSE stream is ended with STREAM_BUDGET_EXCEEDED when no event was sent for this long (0 = no limit)."),
+  allowedOrigins: list("A2A_ALLOWED_ORIGINS", "Origins (`https://app.example.com`, or `*`) allowed to call authenticated routes from a browser (CORS). A request with any other `Origin` gets 403 ORIGIN_NOT_ALLOWED; requests without `Origin` are not affected."),
+  allowedHosts: list("A2A_ALLOWED_HOSTS", "Accepted `Host` header values (`name` for any port, `name:port`, or `*`); others get 421 HOST_NOT_ALLOWED (DNS-rebinding guard). Default: the host of A2A_PUBLIC_URL, the bind address, `localhost`, `127.0.0.1` and `[::1]`."),
+  auditEnabled: bool("A2A_AUDIT_LOG_ENABLED", true, "Record every authenticated call (principal, credential, method, task/session, outcome; no bodies, no secrets) in the store; admins read it at `GET /admin/audit`."),
+  auditRetentionDays: seconds("A2A_AUDIT_RETENTION_DAYS", 30, 0, 36_500, "Audit entries older than this many days are pruned (0 = keep forever)."),
   defaultLine: oneOf("A2A_DEFAULT_PROTOCOL_VERSION", ["0.3", "1.0"] as const, "0.3", "Protocol line used when a request carries no `A2A-Version` (card shape, root REST paths, errors)."),
   title: str("A2A_TITLE", "OpenCode A2A", "Agent name in the cards."),
   description: str("A2A_DESCRIPTION", "A2A gateway in front of an OpenCode coding agent", "Agent description in the cards."),
@@ -222,9 +234,8 @@ export const variables = {
 
 type Parsed = { [K in keyof typeof variables]: ReturnType<(typeof variables)[K]["parse"]> };
 
-export interface Config extends Omit<Parsed, "publicUrl" | "bearerToken" | "agentVersion" | "defaultLine"> {
+export interface Config extends Omit<Parsed, "publicUrl" | "agentVersion" | "defaultLine"> {
   publicUrl: string;
-  bearerToken: string;
   agentVersion: string;
   defaultLine: ProtocolLine;
   /** Deployment toggles by environment name, as referenced by `@conditional` in spec/. */
@@ -246,8 +257,15 @@ export function loadConfig(env: Env = process.env, packageVersion = "0.0.0"): Co
       problems.push((err as Error).message);
     }
   }
-  if (parsed.bearerToken === undefined && !problems.some((p) => p.startsWith("A2A_BEARER_TOKEN")))
-    problems.push("A2A_BEARER_TOKEN is required (the token clients send as `Authorization: Bearer <token>`)");
+  if (
+    parsed.bearerToken === undefined &&
+    parsed.credentials === undefined &&
+    parsed.credentialsFile === undefined &&
+    !problems.some((p) => /^A2A_(BEARER_TOKEN|CREDENTIALS)/.test(p))
+  )
+    problems.push(
+      "A2A_BEARER_TOKEN (one admin token clients send as `Authorization: Bearer <token>`), A2A_CREDENTIALS or A2A_CREDENTIALS_FILE is required",
+    );
   else if (typeof parsed.bearerToken === "string" && parsed.bearerToken.length < 8)
     problems.push("A2A_BEARER_TOKEN: must be at least 8 characters");
   if (problems.length) throw new ConfigError(problems);
@@ -255,7 +273,6 @@ export function loadConfig(env: Env = process.env, packageVersion = "0.0.0"): Co
   return {
     ...p,
     publicUrl: p.publicUrl ?? `http://${p.host!.includes(":") ? `[${p.host}]` : p.host}:${p.port}`,
-    bearerToken: p.bearerToken!,
     agentVersion: p.agentVersion ?? packageVersion,
     defaultLine: p.defaultLine,
     toggles: {

@@ -72,7 +72,29 @@ export interface Catalog {
   methods: MethodEntry[];
   routes: RouteEntry[];
   errors: Record<ProtocolLine, ErrorEntry[]>;
+  /** Every declared scope, sorted. */
   scopes: string[];
+  access_control: AccessControl;
+}
+
+export interface ScopeEntry {
+  name: string;
+  description: string;
+}
+
+export interface TrustLevelEntry {
+  name: string;
+  /** The whole bundle (included levels expanded), sorted. */
+  scopes: string[];
+  includes: string | null;
+  sees_all_principals: boolean;
+  description: string;
+}
+
+/** spec/security.tsp: the scope vocabulary and the trust levels bundling it. */
+export interface AccessControl {
+  scopes: ScopeEntry[];
+  trust_levels: TrustLevelEntry[];
 }
 
 function findPackageRoot(start: string): string {

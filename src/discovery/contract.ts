@@ -136,6 +136,22 @@ export function buildWireContract(catalog: Catalog, line: ProtocolLine, facts: D
       data_fields: ["type", "method", "supported_methods", "protocol_version"],
     },
     errors: catalog.errors[line].map((e) => ({ code: e.code, reason: e.reason, http_status: e.http, grpc_status: e.grpc, origin: e.origin })),
+    authorization: authorizationContract(catalog, line),
+  };
+}
+
+/** What a credential needs: the scope of every method and route of the line, the scopes and the trust levels. */
+function authorizationContract(catalog: Catalog, line: ProtocolLine): Record<string, unknown> {
+  return {
+    method_scopes: Object.fromEntries(methodsOfLine(catalog, line).map((m) => [m.name, m.scope])),
+    route_scopes: Object.fromEntries(
+      catalog.routes.filter((r) => !r.public && r.kind !== "jsonrpc" && (r.line === null || r.line === line)).map((r) => [`${r.verb} ${r.path}`, r.scope]),
+    ),
+    public_routes: catalog.routes.filter((r) => r.public).map((r) => `${r.verb} ${r.path}`),
+    scopes: catalog.access_control.scopes,
+    trust_levels: catalog.access_control.trust_levels.map((l) => ({ name: l.name, scopes: l.scopes, sees_all_principals: l.sees_all_principals })),
+    insufficient_scope_error: "SCOPE_INSUFFICIENT",
+    credential_headers: { bearer: "Authorization: Bearer", api_key: "X-API-Key", basic: "Authorization: Basic" },
   };
 }
 

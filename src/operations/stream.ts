@@ -8,3 +8,11 @@ export class EventStream {
     readonly close: () => void,
   ) {}
 }
+
+/** The same stream, also running `release` (once) when it is closed. */
+export function withRelease(stream: EventStream, release: () => void): EventStream {
+  return new EventStream(stream.events, () => {
+    release();
+    stream.close();
+  });
+}

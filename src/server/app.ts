@@ -7,18 +7,25 @@ import { catalog as generatedCatalog, packageVersion, type Catalog } from "../co
 import { A2AError } from "../contract/errors.js";
 import { preloadValidators } from "../contract/validate.js";
 import type { Config } from "../config/index.js";
-import { BearerTokenResolver, type CredentialResolver } from "../auth/index.js";
+import type { CredentialResolver } from "../auth/index.js";
+import { CredentialRegistry } from "../auth/credentials.js";
+import { AccessLimits } from "../auth/limits.js";
+import { catalogRoutes } from "../contract/routes.js";
 import type { DeploymentFacts } from "../discovery/contract.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
 import { createJsonRpcEndpoint } from "../transport/jsonrpc/index.js";
-import { koaPath, registerRestRoutes, routeMatcher } from "../transport/rest/index.js";
+import { koaPath, registerRestRoutes } from "../transport/rest/index.js";
+import type { StreamBudget } from "../transport/sse.js";
 import { Discovery } from "./discovery.js";
 import { authentication } from "./middleware/auth.js";
+import { auditTrail } from "./middleware/audit.js";
+import { AuditRecorder, registerAuditRoutes } from "../audit/index.js";
+import { MemoryAuditStore } from "../storage/audit.js";
+import { defaultAllowedHosts, hostGuard, originGuard } from "./middleware/origins.js";
 import { requestBody } from "./middleware/body.js";
 import { errorBoundary } from "./middleware/errors.js";
 import { versionNegotiation } from "./middleware/version.js";
 import type { Upstream } from "../upstream/index.js";
-import { hasScope, type Principal } from "../auth/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../runtime/metrics.js";
 import { TaskRuntime } from "../runtime/tasks.js";
@@ -32,6 +39,7 @@ export interface Gateway {
   registry: ReadonlyMap<string, MethodHandler>;
   discovery: Discovery;
   auth: CredentialResolver;
+  limits: AccessLimits;
   upstream: Upstream | undefined;
   runtime: TaskRuntime | undefined;
   metrics: Metrics;
@@ -61,13 +69,6 @@ export function deploymentFacts(config: Config): DeploymentFacts {
   };
 }
 
-function publicMatcher(catalog: Catalog): (method: string, path: string) => boolean {
-  const patterns = catalog.routes
-    .filter((r) => r.public)
-    .map((r) => new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\\?\{\w+\\?\}|\{\w+\}/g, "[^/]+")}$`));
-  return (method, path) => (method === "GET" || method === "HEAD") && patterns.some((p) => p.test(path));
-}
-
 function requestLog(log: Logger) {
   return async function logRequest(ctx: Koa.Context, next: Koa.Next): Promise<void> {
     if (!log.isLevelEnabled("info")) return next();
@@ -84,19 +85,43 @@ function requestLog(log: Logger) {
   };
 }
 
+/** The registry of A2A_BEARER_TOKEN, A2A_CREDENTIALS and A2A_CREDENTIALS_FILE; throws CredentialError when invalid. */
+export function credentialRegistry(config: Config, catalog: Catalog, log: Logger): CredentialRegistry {
+  return new CredentialRegistry(
+    { bearerToken: config.bearerToken, credentials: config.credentials, credentialsFile: config.credentialsFile },
+    {
+      access: catalog.access_control,
+      onReloadError: (err) => log.error({ err: err.message }, "credentials file changed but cannot be loaded; the previous credentials stay in force"),
+    },
+  );
+}
+
 export interface GatewayDeps {
   catalog?: Catalog;
   /** The OpenCode link (src/upstream); absent in contract-only setups (task operations then answer UPSTREAM_UNREACHABLE). */
   upstream?: Upstream;
   /** The store; default: opened from the configuration when there is an upstream. */
   storage?: Storage;
+  /** The credential registry; default: built from A2A_BEARER_TOKEN, A2A_CREDENTIALS and A2A_CREDENTIALS_FILE. */
+  credentials?: CredentialResolver;
 }
 
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
   const catalog = deps.catalog ?? generatedCatalog;
   const facts = deploymentFacts(config);
-  const auth = new BearerTokenResolver(config.bearerToken, catalog.scopes);
+  const auth = deps.credentials ?? credentialRegistry(config, catalog, log);
+  const limits = new AccessLimits({
+    maxRequests: config.rateLimitMaxRequests,
+    windowMs: config.rateLimitWindow * 1000,
+    maxStreams: config.rateLimitMaxStreams,
+  });
+  const streamBudget: StreamBudget = {
+    maxBytes: config.streamMaxBytes,
+    maxDurationMs: config.streamMaxDuration * 1000,
+    idleMs: config.streamIdleTimeout * 1000,
+  };
+  const routes = catalogRoutes(catalog);
   const discovery = new Discovery({
     catalog,
     ...(deps.upstream === undefined ? {} : { upstream: deps.upstream }),
@@ -162,27 +187,33 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : [])),
   ]);
 
+  // The audit log lives in the task store; contract-only setups (no upstream, no store) keep it in memory.
+  const recorder = new AuditRecorder({
+    store: storage?.audit ?? new MemoryAuditStore(),
+    log: log.child({ component: "audit" }),
+    retentionDays: config.auditRetentionDays,
+  });
   const router = new Router();
   discovery.register(router);
+  registerAuditRoutes(router, { recorder });
   router.get("/metrics", async (ctx) => {
     if (!config.metricsEnabled) throw new A2AError("ROUTE_NOT_FOUND", "Metrics are disabled (A2A_METRICS_ENABLED=false)", { path: ctx.path, method: ctx.method });
-    const principal = (ctx.state as RequestState).principal as Principal;
-    if (!hasScope(principal, "agents.read"))
-      throw new A2AError("SCOPE_INSUFFICIENT", "GET /metrics needs the agents.read scope", { method: "GET /metrics", required_scope: "agents.read" });
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });
   // JSON-RPC is registered with the router (which mirrors the catalog) and also mounted in front of it, so the hot
   // path skips the REST route walk.
-  const jsonrpc = createJsonRpcEndpoint({ catalog, facts, registry, log });
+  const jsonrpc = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget });
   router.post("/", jsonrpc);
-  registerRestRoutes(router, { catalog, registry });
+  registerRestRoutes(router, { catalog, registry, limits, streamBudget });
 
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(requestLog(log));
+  if (config.auditEnabled) app.use(auditTrail(recorder));
   app.use(errorBoundary(log));
   app.use(versionNegotiation(config.defaultLine));
+  app.use(hostGuard(config.allowedHosts.length ? config.allowedHosts : defaultAllowedHosts(config.publicUrl, config.host!)));
   app.use(
     compress({
       threshold: config.gzipMinimumSize,
@@ -192,13 +223,13 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       br: false,
     }),
   );
-  app.use(authentication(auth, publicMatcher(catalog)));
+  app.use(originGuard(config.allowedOrigins, config.publicUrl, routes));
+  app.use(authentication({ resolver: auth, routes, limits }));
   app.use(requestBody(config.maxRequestBodyBytes));
   app.use(async (ctx, next) => (ctx.method === "POST" && ctx.path === "/" ? jsonrpc(ctx) : next()));
   app.use(router.routes());
-  const allowedVerbs = routeMatcher(catalog);
   app.use(async (ctx) => {
-    const allowed = allowedVerbs(ctx.path);
+    const { allowed } = routes(ctx.method, ctx.path);
     if (allowed.length)
       throw new A2AError("HTTP_METHOD_NOT_ALLOWED", `${ctx.method} is not allowed on ${ctx.path}`, {
         path: ctx.path,
@@ -213,11 +244,13 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     registry,
     discovery,
     auth,
+    limits,
     upstream: deps.upstream,
     runtime,
     metrics,
     close() {
       runtime?.shutdown();
+      recorder.close();
       if (ownsStorage) storage?.close();
     },
   };

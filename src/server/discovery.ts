@@ -8,7 +8,7 @@ import type { Context } from "koa";
 import { stringify as toYaml } from "yaml";
 import { generatedDir, readGeneratedJson, type Catalog, type ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
-import { hasScope, type CredentialResolver, type Principal } from "../auth/index.js";
+import type { CredentialResolver } from "../auth/index.js";
 import { buildCard, type CardIdentity } from "../discovery/cards.js";
 import {
   buildCompatibilityProfile,
@@ -103,12 +103,7 @@ export class Discovery {
   register(router: Router): void {
     router.get("/.well-known/agent-card.json", (ctx) => this.sendCard(ctx, false));
     router.get("/.well-known/agent.json", (ctx) => this.sendCard(ctx, false));
-    router.get("/agent/authenticatedExtendedCard", (ctx) => {
-      const state = ctx.state as RequestState;
-      if (!hasScope(state.principal as Principal, "agents.read"))
-        throw new A2AError("SCOPE_INSUFFICIENT", "The extended card needs the agents.read scope", { required_scope: "agents.read" });
-      this.sendCard(ctx, true);
-    });
+    router.get("/agent/authenticatedExtendedCard", (ctx) => this.sendCard(ctx, true));
     router.get("/health", async (ctx) => {
       const { line } = ctx.state as RequestState;
       const { catalog, facts } = this.deps;

@@ -1,5 +1,14 @@
-import type { ProtocolLine } from "../contract/catalog.js";
+import type { ProtocolLine, RouteEntry } from "../contract/catalog.js";
 import type { Principal } from "../auth/index.js";
+
+/** One call the audit log records: a JSON-RPC call (several per batch) or the REST route's operation. */
+export interface AuditCall {
+  method: string;
+  params: unknown;
+  result?: unknown;
+  /** The error's reason when the call failed. */
+  error?: string;
+}
 
 /** Per-request state shared by the middleware chain (ctx.state). */
 export interface RequestState {
@@ -7,6 +16,12 @@ export interface RequestState {
   explicitVersion: boolean;
   /** True for the JSON-RPC endpoint: errors are shaped as JSON-RPC responses. */
   jsonrpc: boolean;
+  /** The catalog route this request matched (undefined: no route, the answer is 404/405). */
+  route?: RouteEntry | undefined;
   principal?: Principal;
   rawBody?: Buffer;
+  /** Filled by the transports for the audit log. */
+  calls?: AuditCall[];
+  /** The reason of the error the request was answered with (set by the error boundary). */
+  errorReason?: string;
 }

@@ -1,6 +1,8 @@
-// The persistence entry point: openStorage() gives the task store, session store, push config store and interrupt
-// registry store of one backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite
-// file or :memory:) or "memory" (process-local maps) — plus close(), which checkpoints and closes the SQLite file.
+// The persistence entry point: openStorage() gives the task store, session store, push config store, interrupt
+// registry store and audit log of one backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the default; a hardened
+// local SQLite file or :memory:) or "memory" (process-local maps) — plus close(), which checkpoints and closes the
+// SQLite file.
+import { MemoryAuditStore, SqliteAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
 import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
@@ -31,6 +33,8 @@ export interface Storage {
   pushConfigs: PushConfigStore;
   /** Pending permission/question bindings (a2a.interrupt.*, opencode.permissions/questions.list). */
   interrupts: InterruptStore;
+  /** Who called which method on which task/session, and the outcome (GET /admin/audit). */
+  audit: AuditStore;
   close(): void;
 }
 
@@ -53,6 +57,7 @@ export function openStorage(options: StorageOptions): Storage {
       sessions: new MemorySessionStore(now),
       pushConfigs: new MemoryPushConfigStore(),
       interrupts: new MemoryInterruptStore(now),
+      audit: new MemoryAuditStore(),
       close: () => {},
     };
   }
@@ -66,6 +71,7 @@ export function openStorage(options: StorageOptions): Storage {
       sessions: new SqliteSessionStore(db, now),
       pushConfigs: new SqlitePushConfigStore(db, now),
       interrupts: new SqliteInterruptStore(db, now),
+      audit: new SqliteAuditStore(db),
       close: () => db.close(),
     };
   } catch (err) {
@@ -80,4 +86,5 @@ export * from "./tasks.js";
 export * from "./sessions.js";
 export * from "./push-configs.js";
 export * from "./interrupts.js";
+export * from "./audit.js";
 export * from "./url.js";

@@ -97,9 +97,36 @@ CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_tombstone ON a2a_interrupt_req
 CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_task ON a2a_interrupt_requests (task_id);
 `;
 
+// The audit log (src/storage/audit.ts): one row per call — who, which method, about which task/session, outcome.
+// No secrets and no bodies. `at_ms` is epoch milliseconds; `id` grows with every insert (AUTOINCREMENT: ids of
+// pruned rows are never reused, so page tokens stay meaningful).
+const V3 = `
+CREATE TABLE IF NOT EXISTS a2a_audit_log (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  at_ms         INTEGER NOT NULL,
+  principal     TEXT,
+  credential_id TEXT,
+  transport     TEXT NOT NULL CHECK (transport IN ('jsonrpc', 'rest')),
+  line          TEXT NOT NULL,
+  method        TEXT NOT NULL,
+  task_id       TEXT,
+  context_id    TEXT,
+  session_id    TEXT,
+  outcome       TEXT NOT NULL CHECK (outcome IN ('ok', 'error')),
+  error_reason  TEXT,
+  status        INTEGER NOT NULL,
+  duration_ms   REAL NOT NULL,
+  client_ip     TEXT
+);
+CREATE INDEX IF NOT EXISTS a2a_audit_log_principal ON a2a_audit_log (principal, id);
+CREATE INDEX IF NOT EXISTS a2a_audit_log_task ON a2a_audit_log (task_id);
+CREATE INDEX IF NOT EXISTS a2a_audit_log_at ON a2a_audit_log (at_ms);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
+  { version: 3, description: "audit log", up: (db) => db.exec(V3) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

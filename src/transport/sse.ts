@@ -2,9 +2,11 @@
 // (src/operations/stream.ts); the transport frames each event (JSON-RPC: a response envelope carrying the request
 // id; REST: the bare event),
 // writes `data: <json>\n\n` with backpressure, sends a comment heartbeat while idle, ends the response after the
-// last event, and tells the stream when the client went away.
+// last event, and tells the stream when the client went away. Budgets (bytes, duration, idle time) end a stream with
+// one clean STREAM_BUDGET_EXCEEDED error event; the task itself goes on and can be resubscribed.
 import { PassThrough } from "node:stream";
 import type { Context } from "koa";
+import { A2AError } from "../contract/errors.js";
 import type { EventStream } from "../operations/stream.js";
 
 export interface SseFraming {
@@ -12,9 +14,22 @@ export interface SseFraming {
   error(error: unknown): unknown;
 }
 
+/** Per-stream limits (0 = none): A2A_STREAM_MAX_BYTES, A2A_STREAM_MAX_DURATION_SECONDS, A2A_STREAM_IDLE_TIMEOUT_SECONDS. */
+export interface StreamBudget {
+  maxBytes: number;
+  maxDurationMs: number;
+  idleMs: number;
+}
+
+export const NO_BUDGET: StreamBudget = { maxBytes: 0, maxDurationMs: 0, idleMs: 0 };
+
+function budgetError(budget: "bytes" | "duration" | "idle", limit: number, detail: string): A2AError {
+  return new A2AError("STREAM_BUDGET_EXCEEDED", `Stream closed: ${detail}; the task goes on and can be resubscribed`, { budget, limit });
+}
+
 const HEARTBEAT_MS = 15_000;
 
-export function sendEventStream(ctx: Context, stream: EventStream, framing: SseFraming): void {
+export function sendEventStream(ctx: Context, stream: EventStream, framing: SseFraming, budget: StreamBudget = NO_BUDGET): void {
   const body = new PassThrough();
   ctx.status = 200;
   ctx.type = "text/event-stream";
@@ -25,13 +40,33 @@ export function sendEventStream(ctx: Context, stream: EventStream, framing: SseF
   ctx.req.socket.setNoDelay(true);
 
   let done = false;
+  let sent = 0;
+  const timers: NodeJS.Timeout[] = [];
   const finish = (): void => {
     if (done) return;
     done = true;
     clearInterval(heartbeat);
+    for (const t of timers) clearTimeout(t);
     stream.close();
     body.end();
   };
+  /** Ends the stream with its budget error (framed like any stream error). */
+  const exhaust = (error: A2AError): void => {
+    if (done) return;
+    body.write(`data: ${JSON.stringify(framing.error(error))}\n\n`);
+    finish();
+  };
+  if (budget.maxDurationMs > 0)
+    timers.push(setTimeout(() => exhaust(budgetError("duration", budget.maxDurationMs / 1000, `it was open for ${budget.maxDurationMs / 1000} s`)), budget.maxDurationMs));
+  let idle: NodeJS.Timeout | undefined;
+  const armIdle = (): void => {
+    if (budget.idleMs <= 0) return;
+    if (idle === undefined) {
+      idle = setTimeout(() => exhaust(budgetError("idle", budget.idleMs / 1000, `no event for ${budget.idleMs / 1000} s`)), budget.idleMs);
+      timers.push(idle);
+    } else idle.refresh();
+  };
+  armIdle();
   const heartbeat = setInterval(() => {
     if (!done) body.write(": keep-alive\n\n");
   }, HEARTBEAT_MS);
@@ -41,7 +76,14 @@ export function sendEventStream(ctx: Context, stream: EventStream, framing: SseF
 
   const write = async (value: unknown): Promise<void> => {
     if (done) return;
-    if (!body.write(`data: ${JSON.stringify(value)}\n\n`)) {
+    const frame = `data: ${JSON.stringify(value)}\n\n`;
+    sent += Buffer.byteLength(frame);
+    if (budget.maxBytes > 0 && sent > budget.maxBytes) {
+      exhaust(budgetError("bytes", budget.maxBytes, `the next event would pass ${budget.maxBytes} bytes`));
+      return;
+    }
+    armIdle();
+    if (!body.write(frame)) {
       await new Promise<void>((resolve) => {
         const onDrain = (): void => {
           body.off("close", onDrain);

@@ -126,7 +126,7 @@ async function callAs(gw: TaskGateway, principal: Principal, method: string, par
   const entry = catalog.methods.find((m) => m.name === method)!;
   return gw.gw.gateway.registry.get(method)!(params, { line: "0.3", principal, transport: "jsonrpc", method: entry });
 }
-const MALLORY: Principal = { id: "mallory", credentialId: "test:mallory", scopes: new Set(["interrupts.reply", "interrupts.read"]), admin: false };
+const MALLORY: Principal = { id: "mallory", trustLevel: "execute", credentialId: "test:mallory", scopes: new Set(["interrupts.reply", "interrupts.read"]), admin: false };
 
 // ---- SSE (JSON-RPC streaming) -----------------------------------------------------------------------------------
 interface Sse {

@@ -49,7 +49,7 @@ const UPSTREAM_TIMEOUT_S = 2;
 /** No call may take longer than this (the gateways' OPENCODE_TIMEOUT plus slack). */
 const CALL_BUDGET_MS = UPSTREAM_TIMEOUT_S * 1000 + 2_000;
 const ADMIN_ID = "admin"; // the principal of A2A_BEARER_TOKEN (src/auth)
-const OTHER: Principal = { id: "matrix-other", credentialId: "test:matrix-other", scopes: new Set(catalog.scopes), admin: false };
+const OTHER: Principal = { id: "matrix-other", trustLevel: "execute", credentialId: "test:matrix-other", scopes: new Set(catalog.scopes), admin: false };
 
 // ---- schema introspection (generated JSON Schemas) ------------------------------------------------------------------
 

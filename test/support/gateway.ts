@@ -38,7 +38,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   server.on("request", gateway.app.callback());
   return {
     url,
-    token: config.bearerToken,
+    token: TEST_TOKEN,
     gateway,
     server,
     close: () =>

@@ -4,7 +4,9 @@ import { PROTOCOL_LINES } from "../../src/contract/catalog.js";
 import { A2AError } from "../../src/contract/errors.js";
 import { negotiateVersion } from "../../src/protocol/version.js";
 import { camelizeKeys } from "../../src/protocol/keys.js";
-import { BearerTokenResolver, hasScope, wwwAuthenticate } from "../../src/auth/index.js";
+import { hasScope, wwwAuthenticate } from "../../src/auth/index.js";
+import { CredentialRegistry } from "../../src/auth/credentials.js";
+import { catalog } from "../../src/contract/catalog.js";
 
 describe("negotiateVersion", () => {
   it("absent → the default line, not explicit", () => {
@@ -59,16 +61,17 @@ describe("camelizeKeys", () => {
   });
 });
 
-describe("BearerTokenResolver", () => {
+describe("A2A_BEARER_TOKEN credential", () => {
   const token = "resolver-token-0123456789";
-  const resolver = new BearerTokenResolver(token, ["tasks.read"]);
+  const resolver = new CredentialRegistry({ bearerToken: token }, { access: catalog.access_control });
 
   it("resolves the right token to an admin principal", () => {
     const p = resolver.resolve({ authorization: `Bearer ${token}` });
     expect(p).not.toBeNull();
     expect(p!.admin).toBe(true);
     expect(hasScope(p!, "tasks.read")).toBe(true);
-    expect(hasScope(p!, "anything")).toBe(true); // admin
+    for (const scope of catalog.scopes) expect(hasScope(p!, scope)).toBe(true); // admin: every declared scope
+    expect(hasScope(p!, "undeclared.scope")).toBe(false);
     expect(resolver.resolve({ authorization: [`bearer ${token}`] })).toEqual(p);
   });
 
@@ -91,7 +94,7 @@ describe("BearerTokenResolver", () => {
   });
 
   it("hasScope: a null scope is open; a non-admin needs the scope", () => {
-    const user = { id: "u", credentialId: "c", scopes: new Set(["a"]), admin: false };
+    const user = { id: "u", credentialId: "c", trustLevel: "execute", scopes: new Set(["a"]), admin: false };
     expect(hasScope(user, null)).toBe(true);
     expect(hasScope(user, "a")).toBe(true);
     expect(hasScope(user, "b")).toBe(false);

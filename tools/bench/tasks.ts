@@ -27,7 +27,8 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { BearerTokenResolver } from "../../src/auth/index.js";
+import { CredentialRegistry } from "../../src/auth/credentials.js";
+import { catalog } from "../../src/contract/catalog.js";
 import type { Task } from "../../src/protocol/model.js";
 import { openDatabase, parseStoreUrl, SqliteTaskStore } from "../../src/storage/index.js";
 import { ensureBuilt } from "../../test/support/build.js";
@@ -99,6 +100,8 @@ function startGateway(name: string, stubUrl: string, store: { backend: "memory" 
     [path.join(root, "bin/opencode-a2a.js"), "serve"],
     {
       A2A_BEARER_TOKEN: TOKEN,
+      // The limiter stays on (its cost is measured) with a limit the bench cannot reach; the audit log keeps its default (on).
+      A2A_RATE_LIMIT_MAX_REQUESTS: "100000000",
       A2A_HOST: "127.0.0.1",
       A2A_PORT: "0",
       A2A_LOG_LEVEL: "silent",
@@ -485,7 +488,7 @@ function gatewayTask(i: number, timestamp: string): Task {
 
 /** Fills a fresh gateway SQLite file with TASKS tasks through src/storage, owned by the bench token's principal. */
 function fillGatewayStore(file: string): { owner: string; ms: number } {
-  const principal = new BearerTokenResolver(TOKEN, []).resolve({ authorization: `Bearer ${TOKEN}` });
+  const principal = new CredentialRegistry({ bearerToken: TOKEN }, { access: catalog.access_control }).resolve({ authorization: `Bearer ${TOKEN}` });
   if (principal === null) throw new Error("the bench token does not resolve to a principal");
   const start = hr();
   const db = openDatabase(parseStoreUrl(`sqlite:///${file}`));

@@ -125,6 +125,52 @@ function docOf(program: Program, t: Type): string {
   return (getDoc(program, t) ?? "").replace(/\s+/g, " ").trim();
 }
 
+interface AccessControlDecl {
+  scopes: { name: string; description: string }[];
+  trust_levels: { name: string; scopes: string[]; includes?: string; sees_all_principals?: boolean; description: string }[];
+}
+
+/** The single @accessControl declaration: scopes checked for duplicates, trust levels expanded through `includes`. */
+function buildAccessControl(program: Program): Catalog["access_control"] {
+  const decls = [...program.stateMap(StateKeys.accessControl).values()] as AccessControlDecl[];
+  if (decls.length !== 1) throw new Error(`expected exactly one @accessControl declaration, found ${decls.length}`);
+  const decl = decls[0]!;
+  const names = new Set<string>();
+  for (const s of decl.scopes) {
+    if (!/^[a-z]+\.[a-z]+$/.test(s.name)) throw new Error(`scope ${s.name}: expected family.action`);
+    if (names.has(s.name)) throw new Error(`scope ${s.name} declared twice`);
+    names.add(s.name);
+  }
+  const expanded = new Map<string, Set<string>>();
+  for (const level of decl.trust_levels) {
+    if (expanded.has(level.name)) throw new Error(`trust level ${level.name} declared twice`);
+    const bundle = new Set<string>();
+    if (level.includes !== undefined) {
+      const base = expanded.get(level.includes);
+      if (!base) throw new Error(`trust level ${level.name} includes ${level.includes}, which is not declared before it`);
+      for (const s of base) bundle.add(s);
+    }
+    for (const s of level.scopes) {
+      if (!names.has(s)) throw new Error(`trust level ${level.name} names undeclared scope ${s}`);
+      bundle.add(s);
+    }
+    expanded.set(level.name, bundle);
+  }
+  for (const level of decl.trust_levels)
+    if (level.sees_all_principals && expanded.get(level.name)!.size !== names.size)
+      throw new Error(`trust level ${level.name} sees all principals, so it must hold every declared scope`);
+  return {
+    scopes: [...decl.scopes].sort((a, b) => a.name.localeCompare(b.name)).map((s) => ({ name: s.name, description: s.description })),
+    trust_levels: decl.trust_levels.map((l) => ({
+      name: l.name,
+      scopes: [...expanded.get(l.name)!].sort(),
+      includes: l.includes ?? null,
+      sees_all_principals: l.sees_all_principals ?? false,
+      description: l.description,
+    })),
+  };
+}
+
 function buildErrors(program: Program): Catalog["errors"] {
   const byNs = new Map<string, ErrorEntry[]>();
   for (const [target, raw] of program.stateMap(StateKeys.a2aError)) {
@@ -244,9 +290,10 @@ export function buildCatalog(program: Program): Catalog {
     if (!r.public && !r.scope && r.kind !== "jsonrpc") throw new Error(`route ${r.verb} ${r.path} declares no @scope`);
   }
 
-  const scopes = new Set<string>();
-  for (const m of methods) if (m.scope) scopes.add(m.scope);
-  for (const r of routes) if (r.scope) scopes.add(r.scope);
+  const accessControl = buildAccessControl(program);
+  const declared = new Set(accessControl.scopes.map((s) => s.name));
+  for (const m of methods) if (m.scope && !declared.has(m.scope)) throw new Error(`method ${m.name} requires undeclared scope ${m.scope} (spec/security.tsp)`);
+  for (const r of routes) if (r.scope && !declared.has(r.scope)) throw new Error(`route ${r.verb} ${r.path} requires undeclared scope ${r.scope} (spec/security.tsp)`);
 
   return {
     catalog_version: 1,
@@ -257,6 +304,7 @@ export function buildCatalog(program: Program): Catalog {
     methods,
     routes,
     errors: buildErrors(program),
-    scopes: [...scopes].sort(),
+    scopes: [...declared].sort(),
+    access_control: accessControl,
   };
 }

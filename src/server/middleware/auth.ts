@@ -1,17 +1,41 @@
-// Authentication at the edge: public routes pass, everything else needs a credential that resolves to a Principal.
+// Authentication at the edge. Public catalog routes pass. Everything else needs a credential that resolves to a
+// Principal; for REST and operations routes the edge also counts the request against the credential's rate limit
+// and checks the scope the contract declares for the route, so no handler ever looks at a token or a scope. The
+// JSON-RPC endpoint (whose method is only known once the body is read) gets its limit and scope checked per call by
+// the JSON-RPC transport, with the same AccessLimits.
 import type { Context, Next } from "koa";
 import { A2AError } from "../../contract/errors.js";
-import { wwwAuthenticate, type CredentialResolver } from "../../auth/index.js";
+import type { RouteLookup } from "../../contract/routes.js";
+import { hasScope, wwwAuthenticate, type CredentialResolver } from "../../auth/index.js";
+import type { AccessLimits } from "../../auth/limits.js";
 import type { RequestState } from "../state.js";
 
-export function authentication(resolver: CredentialResolver, isPublic: (method: string, path: string) => boolean) {
-  const challenge = wwwAuthenticate(resolver);
+export interface AuthDeps {
+  resolver: CredentialResolver;
+  routes: RouteLookup;
+  limits: AccessLimits;
+}
+
+export function authentication(deps: AuthDeps) {
   return async function auth(ctx: Context, next: Next): Promise<void> {
-    if (isPublic(ctx.method, ctx.path)) return next();
-    const principal = resolver.resolve(ctx.headers);
+    const state = ctx.state as RequestState;
+    const { route } = deps.routes(ctx.method, ctx.path);
+    state.route = route;
+    if (route?.public) return next();
+    const principal = deps.resolver.resolve(ctx.headers);
     if (!principal)
-      throw new A2AError("UNAUTHENTICATED", "Missing or invalid credentials", {}, { headers: { "WWW-Authenticate": challenge } });
-    (ctx.state as RequestState).principal = principal;
+      throw new A2AError("UNAUTHENTICATED", "Missing or invalid credentials", {}, { headers: { "WWW-Authenticate": wwwAuthenticate(deps.resolver) } });
+    state.principal = principal;
+    if (route?.kind !== "jsonrpc") {
+      const { headers, error } = deps.limits.charge(principal);
+      ctx.set(headers);
+      if (error) throw error;
+      if (route && !hasScope(principal, route.scope))
+        throw new A2AError("SCOPE_INSUFFICIENT", `${route.verb} ${route.path} needs the ${route.scope} scope`, {
+          method: route.id,
+          required_scope: route.scope,
+        });
+    }
     await next();
   };
 }

@@ -1,10 +1,46 @@
-// Request bodies: size limit (413, checked on Content-Length and on the bytes actually read) and media type (415)
-// before any routing; the raw bytes are kept on ctx.state.rawBody.
+// Request bodies: size limit (413, checked on Content-Length and on the bytes actually read), media type (415) and
+// JSON nesting depth (PARSE_ERROR) before any routing; the raw bytes are kept on ctx.state.rawBody.
 import type { Context, Next } from "koa";
 import { A2AError } from "../../contract/errors.js";
 import type { RequestState } from "../state.js";
 
 const JSON_TYPES = /^application\/(json|a2a\+json|[\w.-]+\+json)$/i;
+
+/**
+ * Deepest array/object nesting a JSON body may have. JSON.parse copes with any depth, but everything after it
+ * (key normalization, validators, JSON.stringify of stored metadata and of error data) recurses, and a body of a
+ * few KiB of `[` reaches the stack limit: INTERNAL_ERROR instead of a typed 4xx. Real A2A payloads nest < 20 deep.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/** True when the JSON text nests arrays/objects deeper than `max` (brackets inside strings do not count). */
+export function nestsDeeperThan(raw: Buffer, max: number): boolean {
+  if (raw.length <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next byte is escaped (UTF-8 continuation bytes are never ASCII)
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * The client went away while its body was being read (reset, aborted upload). Nothing can be answered on that
+ * connection; the error boundary drops it quietly instead of logging an internal failure.
+ */
+export class ClientAbortedError extends Error {
+  constructor(cause: Error) {
+    super(`client aborted the request body: ${cause.message}`, { cause });
+    this.name = "ClientAbortedError";
+  }
+}
 
 function tooLarge(limit: number): A2AError {
   return new A2AError("PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`, { limit_bytes: limit });
@@ -38,7 +74,7 @@ function readLimited(ctx: Context, limit: number): Promise<Buffer> {
     };
     const onError = (err: Error) => {
       cleanup();
-      reject(err);
+      reject(new ClientAbortedError(err));
     };
     req.on("data", onData);
     req.on("end", onEnd);
@@ -64,6 +100,10 @@ export function requestBody(limit: number) {
           { content_type: type || null, supported: ["application/json", "application/a2a+json"] },
           { httpStatus: 415 },
         );
+      if (nestsDeeperThan(raw, MAX_JSON_DEPTH))
+        throw new A2AError("PARSE_ERROR", `Request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`, {
+          max_depth: MAX_JSON_DEPTH,
+        });
     }
     (ctx.state as RequestState).rawBody = raw;
     await next();

@@ -8,12 +8,13 @@ import { invalidParams, validate } from "../../contract/validate.js";
 import { jsonRpcError } from "../../protocol/errors.js";
 import { camelizeKeys } from "../../protocol/keys.js";
 import { hasScope, type Principal } from "../../auth/index.js";
+import type { AccessLimits } from "../../auth/limits.js";
 import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
 import type { MethodHandler } from "../../operations/index.js";
-import type { RequestState } from "../../server/state.js";
+import type { AuditCall, RequestState } from "../../server/state.js";
 import { json } from "../http.js";
-import { EventStream } from "../../operations/stream.js";
-import { sendEventStream } from "../sse.js";
+import { EventStream, withRelease } from "../../operations/stream.js";
+import { sendEventStream, type StreamBudget } from "../sse.js";
 
 type Id = string | number | null;
 type Response = { jsonrpc: "2.0"; id: Id; result: unknown } | { jsonrpc: "2.0"; id: Id; error: unknown };
@@ -25,6 +26,10 @@ export interface JsonRpcDeps {
   facts: DeploymentFacts;
   registry: ReadonlyMap<string, MethodHandler>;
   log: Logger;
+  /** Per-credential rate limit (one unit per call, a batch counts every call) and stream slots. */
+  limits: AccessLimits;
+  /** Budgets of every SSE response. */
+  streamBudget: StreamBudget;
 }
 
 const PASCAL = /^[A-Z][A-Za-z]+$/;
@@ -73,6 +78,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     let id: Id = null;
     let line = state.line;
     let notification = false;
+    let audit: AuditCall | undefined;
     try {
       if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw invalidRequest("the request must be an object");
       const req = raw as Record<string, unknown>;
@@ -87,29 +93,55 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (!candidate && !state.explicitVersion && PASCAL.test(req.method)) line = "1.0";
       onLine?.(line);
       const method = resolveMethod(req.method, line);
+      audit = { method: method.name, params: req.params };
+      state.calls?.push(audit);
+      // The scope comes first: a caller without it learns nothing more about the method than its name.
+      const principal = state.principal as Principal;
+      if (!hasScope(principal, method.scope))
+        throw new A2AError("SCOPE_INSUFFICIENT", `${method.name} needs the ${method.scope} scope`, { method: method.name, required_scope: method.scope });
       if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
         throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
       const params = method.surface === "core" ? (camelizeKeys(req.params ?? {}) as Record<string, unknown>) : ((req.params ?? {}) as Record<string, unknown>);
       const verdict = await validate(method.params_schema, params);
       if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
-      const principal = state.principal as Principal;
-      if (!hasScope(principal, method.scope))
-        throw new A2AError("SCOPE_INSUFFICIENT", `${method.name} needs the ${method.scope} scope`, { method: method.name, required_scope: method.scope });
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
-      const result = await handler(params, { line, principal, transport: "jsonrpc", method });
-      if (result instanceof EventStream) {
-        // A notification cannot receive a stream: release it at once.
-        if (notification) result.close();
-        return notification ? null : { stream: result, id, line };
+      const release = method.streaming ? deps.limits.openStream(principal) : undefined;
+      let result: unknown;
+      try {
+        result = await handler(params, { line, principal, transport: "jsonrpc", method });
+      } catch (err) {
+        release?.();
+        throw err;
       }
+      audit.result = result instanceof EventStream ? undefined : result;
+      if (result instanceof EventStream) {
+        const stream = release ? withRelease(result, release) : result;
+        // A notification cannot receive a stream: release it at once.
+        if (notification) stream.close();
+        return notification ? null : { stream, id, line };
+      }
+      release?.();
       return notification ? null : { jsonrpc: "2.0", id, result: result ?? null };
     } catch (raw) {
       if (!isExpectedError(raw)) deps.log.error({ err: raw }, "JSON-RPC handler failed");
+      const error = toA2AError(raw);
+      if (audit) audit.error = error.reason;
       if (notification) return null;
-      return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(raw)) };
+      return { jsonrpc: "2.0", id, error: jsonRpcError(line, error) };
     }
+  }
+
+  /** Answer every call of a refused request with RATE_LIMITED under its own id (notifications get nothing). */
+  function refuseAll(requests: unknown[], error: A2AError, line: ProtocolLine): Response[] {
+    const out: Response[] = [];
+    for (const raw of requests) {
+      const req = raw !== null && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+      if (req !== undefined && !("id" in req)) continue;
+      out.push({ jsonrpc: "2.0", id: req !== undefined && isId(req.id) ? req.id : null, error: jsonRpcError(line, error) });
+    }
+    return out;
   }
 
   return async function jsonrpc(ctx: Context): Promise<void> {
@@ -119,6 +151,14 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));
     } catch {
       ctx.body = { jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, new A2AError("PARSE_ERROR")) };
+      return;
+    }
+    const { headers, error: limited } = deps.limits.charge(state.principal as Principal, Array.isArray(body) ? Math.max(1, body.length) : 1);
+    ctx.set(headers);
+    if (limited) {
+      const refused = refuseAll(Array.isArray(body) ? body : [body], limited, state.line);
+      if (refused.length === 0) ctx.status = 204;
+      else json(ctx, Array.isArray(body) ? refused : refused[0]);
       return;
     }
     if (Array.isArray(body)) {
@@ -141,7 +181,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
           if (!isExpectedError(error)) deps.log.error({ err: error }, "JSON-RPC stream failed");
           return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(error)) };
         },
-      });
+      }, deps.streamBudget);
     } else json(ctx, response);
   };
 }

@@ -8,17 +8,22 @@ import type { Catalog, ProtocolLine, RouteEntry } from "../../contract/catalog.j
 import { A2AError, toA2AError } from "../../contract/errors.js";
 import { invalidParams, validate } from "../../contract/validate.js";
 import { camelizeKeys } from "../../protocol/keys.js";
-import { hasScope, type Principal } from "../../auth/index.js";
+import type { Principal } from "../../auth/index.js";
+import type { AccessLimits } from "../../auth/limits.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
-import type { RequestState } from "../../server/state.js";
+import type { AuditCall, RequestState } from "../../server/state.js";
 import { restError } from "../../protocol/errors.js";
-import { EventStream } from "../../operations/stream.js";
+import { EventStream, withRelease } from "../../operations/stream.js";
 import { json } from "../http.js";
-import { sendEventStream } from "../sse.js";
+import { sendEventStream, type StreamBudget } from "../sse.js";
 
 export interface RestDeps {
   catalog: Catalog;
   registry: ReadonlyMap<string, MethodHandler>;
+  /** Stream slots per credential (the request itself was counted and scope-checked at the edge). */
+  limits: AccessLimits;
+  /** Budgets of every SSE response. */
+  streamBudget: StreamBudget;
 }
 
 /** `/v1/tasks/{id}:cancel` → `/v1/tasks/:id\:cancel` (path-to-regexp syntax of @koa/router). */
@@ -76,30 +81,32 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
         if (!verdict.ok) throw invalidParams("Invalid request body", verdict.violations);
       }
       const principal = state.principal as Principal;
-      if (!hasScope(principal, route.scope))
-        throw new A2AError("SCOPE_INSUFFICIENT", `${route.verb} ${route.path} needs the ${route.scope} scope`, { method: route.id, required_scope: route.scope });
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
-      const result = await handler(routeParams(ctx, body), { line, principal, transport: "rest", method });
+      const params = routeParams(ctx, body);
+      const audit: AuditCall = { method: `${route.verb} ${route.path}`, params };
+      state.calls?.push(audit);
+      const release = route.streaming ? deps.limits.openStream(principal) : undefined;
+      let result: unknown;
+      try {
+        result = await handler(params, { line, principal, transport: "rest", method });
+      } catch (err) {
+        release?.();
+        audit.error = toA2AError(err).reason;
+        throw err;
+      }
       if (result instanceof EventStream) {
-        sendEventStream(ctx, result, {
+        sendEventStream(ctx, release ? withRelease(result, release) : result, {
           event: (value) => value,
           error: (error) => restError(line, toA2AError(error)).body,
-        });
+        }, deps.streamBudget);
         return;
       }
+      release?.();
+      audit.result = result;
       ctx.status = 200;
       json(ctx, result ?? {});
     });
   }
   return routes;
-}
-
-/** A matcher over every catalog route (path parameters never contain `/` or `:`), for 404 vs 405 decisions. */
-export function routeMatcher(catalog: Catalog): (path: string) => string[] {
-  const compiled = catalog.routes.map((r) => ({
-    verb: r.verb,
-    re: new RegExp(`^${r.path.split(/\{\w+\}/).map((s) => s.replace(/[.*+?^$()|[\]\\]/g, "\\$&")).join("[^/:]+")}$`),
-  }));
-  return (path) => [...new Set(compiled.filter((c) => c.re.test(path)).map((c) => c.verb))];
 }

@@ -1,0 +1,158 @@
+// The audit recorder: the transports hand it one entry per call; it buffers them in memory and writes each batch in
+// one transaction — every `flushIntervalMs` (an unref'd timer, so it never holds the process open), or at once when
+// `maxBuffer` entries are waiting. close() writes what is left synchronously, so nothing is lost at shutdown. A
+// failing write is logged (and its batch dropped), never thrown into a request. Entries older than `retentionDays`
+// are pruned at start and then once an hour.
+import type { Logger } from "pino";
+import type { AuditStore, NewAuditEntry } from "../storage/audit.js";
+
+export { auditSubject, AUDIT_SUBJECT_MAX_CHARS, type AuditSubject } from "./subject.js";
+
+/** What record() takes: an entry without its id; `at` (RFC 3339 string or epoch ms) defaults to now. */
+export type AuditRecordInput = Omit<NewAuditEntry, "at"> & { at?: string | number };
+
+export interface AuditRecorderOptions {
+  store: AuditStore;
+  log: Pick<Logger, "error" | "debug">;
+  /** Entries older than this many days are deleted; 0 (or less) keeps them forever. */
+  retentionDays: number;
+  /** Longest time an entry waits in memory (default 100 ms). */
+  flushIntervalMs?: number;
+  /** Write at once when this many entries are waiting (default 1000). */
+  maxBuffer?: number;
+  /** How often retention is applied (default one hour). */
+  pruneIntervalMs?: number;
+  /** Epoch-ms clock; tests inject one. */
+  now?: () => number;
+}
+
+const DAY_MS = 86_400_000;
+/** Free-text members (method names of unknown calls, reasons, ids) are capped at this length. */
+const MAX_FIELD_CHARS = 256;
+
+const cap = (v: string): string => (v.length > MAX_FIELD_CHARS ? v.slice(0, MAX_FIELD_CHARS) : v);
+const capOpt = (v: string | null | undefined): string | undefined => (v == null ? undefined : cap(v));
+const capNull = (v: string | null | undefined): string | null => (v == null ? null : cap(v));
+
+export class AuditRecorder {
+  private buffer: NewAuditEntry[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly pruneTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** The store the entries go to (GET /admin/audit reads it). */
+  readonly store: AuditStore;
+  private readonly log: Pick<Logger, "error" | "debug">;
+  private readonly retentionDays: number;
+  private readonly flushIntervalMs: number;
+  private readonly maxBuffer: number;
+  private readonly now: () => number;
+
+  constructor(options: AuditRecorderOptions) {
+    this.store = options.store;
+    this.log = options.log;
+    this.retentionDays = options.retentionDays;
+    this.flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 100);
+    this.maxBuffer = Math.max(1, Math.floor(options.maxBuffer ?? 1000));
+    this.now = options.now ?? Date.now;
+    if (this.retentionDays > 0) {
+      this.prune();
+      this.pruneTimer = setInterval(() => this.prune(), Math.max(1, options.pruneIntervalMs ?? 3_600_000));
+      this.pruneTimer.unref();
+    }
+  }
+
+  /** Entries waiting to be written. */
+  get pending(): number {
+    return this.buffer.length;
+  }
+
+  /** Queue one entry. Never throws. After close() the entry is written at once. */
+  record(input: AuditRecordInput): void {
+    let entry: NewAuditEntry;
+    try {
+      entry = this.normalise(input);
+    } catch (err) {
+      this.log.error({ err, method: typeof input?.method === "string" ? cap(input.method) : undefined }, "audit entry dropped: invalid");
+      return;
+    }
+    this.buffer.push(entry);
+    if (this.closed || this.buffer.length >= this.maxBuffer) {
+      this.flush();
+      return;
+    }
+    if (this.flushTimer === undefined) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        this.flush();
+      }, this.flushIntervalMs);
+      this.flushTimer.unref();
+    }
+  }
+
+  /** Write every waiting entry now, in one transaction. Never throws (a failure is logged, the batch dropped). */
+  flush(): void {
+    if (this.flushTimer !== undefined) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = undefined;
+    }
+    if (this.buffer.length === 0) return;
+    const batch = this.buffer;
+    this.buffer = [];
+    try {
+      this.store.append(batch);
+    } catch (err) {
+      this.log.error({ err, dropped: batch.length }, "audit log write failed; entries dropped");
+    }
+  }
+
+  /** Delete entries past the retention window. Returns how many (0 when retention is off or the delete failed). */
+  prune(): number {
+    if (!(this.retentionDays > 0)) return 0;
+    try {
+      const removed = this.store.prune(this.now() - this.retentionDays * DAY_MS);
+      if (removed > 0) this.log.debug({ removed, retention_days: this.retentionDays }, "audit log pruned");
+      return removed;
+    } catch (err) {
+      this.log.error({ err }, "audit log prune failed");
+      return 0;
+    }
+  }
+
+  /** Stop the timers and write what is waiting (synchronously). Idempotent; call before the storage closes. */
+  close(): void {
+    this.closed = true;
+    if (this.pruneTimer !== undefined) clearInterval(this.pruneTimer);
+    this.flush();
+  }
+
+  private normalise(input: AuditRecordInput): NewAuditEntry {
+    const at = input.at === undefined ? this.now() : input.at;
+    const ms = typeof at === "number" ? at : Date.parse(at);
+    if (!Number.isFinite(ms)) throw new TypeError(`invalid audit time ${JSON.stringify(at)}`);
+    // Checked here so that one malformed entry is dropped alone instead of failing its whole batch.
+    if (input.transport !== "jsonrpc" && input.transport !== "rest") throw new TypeError(`invalid transport ${String(input.transport)}`);
+    if (input.line !== "0.3" && input.line !== "1.0") throw new TypeError(`invalid line ${String(input.line)}`);
+    if (input.outcome !== "ok" && input.outcome !== "error") throw new TypeError(`invalid outcome ${String(input.outcome)}`);
+    if (!Number.isInteger(input.status) || !Number.isFinite(input.duration_ms)) throw new TypeError("invalid status or duration_ms");
+    return {
+      at: new Date(ms).toISOString(),
+      principal: capNull(input.principal),
+      credential_id: capNull(input.credential_id),
+      transport: input.transport,
+      line: input.line,
+      method: cap(String(input.method)),
+      ...optional("task_id", capOpt(input.task_id)),
+      ...optional("context_id", capOpt(input.context_id)),
+      ...optional("session_id", capOpt(input.session_id)),
+      outcome: input.outcome,
+      ...optional("error_reason", capOpt(input.error_reason)),
+      status: input.status,
+      duration_ms: input.duration_ms,
+      ...optional("client_ip", capOpt(input.client_ip)),
+    };
+  }
+}
+
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}

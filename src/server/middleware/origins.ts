@@ -1,0 +1,97 @@
+// Browser-facing edges. Host allow-list: a request whose Host is not this deployment's is refused before anything
+// else (DNS rebinding: a hostile page whose name resolves to 127.0.0.1 sends its own name as Host). Origin
+// allow-list: a browser request (it carries `Origin`) to an authenticated route must come from an allowed origin;
+// allowed origins get CORS answers, including preflights. Public routes (cards, contract artifacts) answer any
+// origin. Requests without `Origin` (every non-browser client) are not affected.
+import type { Context, Next } from "koa";
+import { A2AError } from "../../contract/errors.js";
+import type { RouteLookup } from "../../contract/routes.js";
+import { VERSION_HEADER } from "../../protocol/version.js";
+
+export interface HostPolicy {
+  /** `*`, `name` (any port) or `name:port`; IPv6 in brackets. */
+  allowed: string[];
+}
+
+function splitHost(value: string): { name: string; port: string | undefined } {
+  const v = value.trim().toLowerCase();
+  const bracket = /^(\[[^\]]+\])(?::(\d+))?$/.exec(v);
+  if (bracket) return { name: bracket[1]!, port: bracket[2] };
+  const colon = v.lastIndexOf(":");
+  if (colon > 0 && /^\d+$/.test(v.slice(colon + 1))) return { name: v.slice(0, colon), port: v.slice(colon + 1) };
+  return { name: v, port: undefined };
+}
+
+/** The default allow-list: the public URL's host, the bind address and the loopback names. */
+export function defaultAllowedHosts(publicUrl: string, bindHost: string): string[] {
+  const hosts = new Set(["localhost", "127.0.0.1", "[::1]"]);
+  try {
+    hosts.add(new URL(publicUrl).host.toLowerCase());
+  } catch {
+    /* publicUrl is validated by the configuration */
+  }
+  const bind = bindHost.includes(":") && !bindHost.startsWith("[") ? `[${bindHost}]` : bindHost;
+  if (bind !== "0.0.0.0" && bind !== "[::]") hosts.add(bind.toLowerCase());
+  return [...hosts];
+}
+
+export function hostGuard(allowedHosts: string[]) {
+  const any = allowedHosts.includes("*");
+  const entries = allowedHosts.map(splitHost);
+  const accepts = (host: string): boolean => {
+    const { name, port } = splitHost(host);
+    return entries.some((e) => e.name === name && (e.port === undefined || e.port === port));
+  };
+  const seen = new Map<string, boolean>();
+  return async function hosts(ctx: Context, next: Next): Promise<void> {
+    const host = ctx.headers.host;
+    // HTTP/1.0 clients may omit Host; browsers never do, so a missing Host is no rebinding attempt.
+    if (!any && host !== undefined) {
+      let ok = seen.get(host);
+      if (ok === undefined) {
+        ok = accepts(host);
+        if (seen.size < 1024) seen.set(host, ok);
+      }
+      if (!ok) throw new A2AError("HOST_NOT_ALLOWED", "This Host is not served here; add it to A2A_ALLOWED_HOSTS", { host: host.slice(0, 256) });
+    }
+    await next();
+  };
+}
+
+const ALLOW_HEADERS = ["Authorization", "X-API-Key", "Content-Type", VERSION_HEADER, "If-None-Match"].join(", ");
+const EXPOSE_HEADERS = [VERSION_HEADER, "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "ETag", "WWW-Authenticate"].join(", ");
+
+export function originGuard(allowedOrigins: string[], publicUrl: string, routes: RouteLookup) {
+  const any = allowedOrigins.includes("*");
+  const allowed = new Set(allowedOrigins.map((o) => o.replace(/\/+$/, "").toLowerCase()));
+  try {
+    allowed.add(new URL(publicUrl).origin.toLowerCase());
+  } catch {
+    /* validated by the configuration */
+  }
+  return async function origins(ctx: Context, next: Next): Promise<void> {
+    const origin = ctx.headers.origin;
+    if (origin === undefined) return next();
+    const preflight = ctx.method === "OPTIONS" && ctx.headers["access-control-request-method"] !== undefined;
+    const verb = preflight ? String(ctx.headers["access-control-request-method"]).toUpperCase() : ctx.method;
+    const { route, allowed: verbs } = routes(verb, ctx.path);
+    ctx.vary("Origin");
+    if (route?.public) ctx.set("Access-Control-Allow-Origin", "*");
+    else {
+      if (!any && !allowed.has(origin.toLowerCase()))
+        throw new A2AError("ORIGIN_NOT_ALLOWED", "Cross-origin calls from this origin are not allowed; see A2A_ALLOWED_ORIGINS", {
+          origin: origin.slice(0, 256),
+        });
+      ctx.set("Access-Control-Allow-Origin", origin);
+      ctx.set("Access-Control-Expose-Headers", EXPOSE_HEADERS);
+    }
+    if (preflight) {
+      ctx.set("Access-Control-Allow-Methods", (verbs.length ? verbs : [verb]).join(", "));
+      ctx.set("Access-Control-Allow-Headers", ALLOW_HEADERS);
+      ctx.set("Access-Control-Max-Age", "600");
+      ctx.status = 204;
+      return;
+    }
+    await next();
+  };
+}
