@@ -55,7 +55,7 @@ export const SCHEMES: readonly Scheme[] = ["bearer", "api_key", "basic"];
 export const KEY_PREFIX = "oca2a_";
 const HASH = /^sha256:([0-9a-f]{64})$/;
 const MIN_SECRET = 16;
-const ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+export const CREDENTIAL_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 const KNOWN_FIELDS = new Set(["id", "principal", "scheme", "secret", "secret_hash", "trust_level", "scopes", "enabled", "expires_at", "rate_limit", "created_at", "description"]);
 
 export function digestOf(secret: string): Buffer {
@@ -106,7 +106,7 @@ export function loadCredentials(raw: unknown, source: string, access: AccessCont
     const before = problems.length;
     for (const key of Object.keys(entry)) if (!KNOWN_FIELDS.has(key)) problems.push(`${where}: unknown field ${JSON.stringify(key)}`);
     const { id, principal, scheme, secret, secret_hash, trust_level, scopes, enabled, expires_at, rate_limit } = entry;
-    if (typeof id !== "string" || !ID.test(id)) bad("id", "1-128 characters of A-Z a-z 0-9 . _ : @ -");
+    if (typeof id !== "string" || !CREDENTIAL_ID.test(id)) bad("id", "1-128 characters of A-Z a-z 0-9 . _ : @ -");
     if (typeof principal !== "string" || principal.trim() === "" || principal.length > 256) bad("principal", "a non-empty string (at most 256 characters)");
     if (typeof scheme !== "string" || !SCHEMES.includes(scheme as Scheme)) bad("scheme", `one of ${SCHEMES.join(", ")}`);
     if ((secret === undefined) === (secret_hash === undefined)) problems.push(`${where}: give exactly one of secret and secret_hash`);

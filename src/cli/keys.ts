@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { CredentialError, generateSecret, loadCredentials, readCredentialsFile, SCHEMES, secretHash, type CredentialEntry } from "../auth/credentials.js";
+import { CREDENTIAL_ID, CredentialError, ENV_TOKEN_ID, generateSecret, KEY_PREFIX, loadCredentials, readCredentialsFile, SCHEMES, secretHash, type CredentialEntry } from "../auth/credentials.js";
 import type { Scheme } from "../auth/index.js";
 import { catalog as defaultCatalog, type AccessControl } from "../contract/catalog.js";
 
@@ -35,7 +35,6 @@ class CliError extends Error {
 const usage = (message: string) => new CliError(message, 2);
 const failure = (message: string) => new CliError(message, 1);
 
-const ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const DURATION = /^(\d+)(s|m|h|d|w)$/;
 const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
@@ -53,7 +52,7 @@ Usage:
   opencode-a2a keys revoke --id ID [--file PATH] [--json]
   opencode-a2a keys delete --id ID [--file PATH] [--json]
 
-keys create: generates a secret (prefix ${"oca2a_"}), appends the credential to the file and prints the secret ONCE.
+keys create: generates a secret (prefix ${KEY_PREFIX}), appends the credential to the file and prints the secret ONCE.
 The file keeps only its SHA-256 hash, so a lost secret cannot be shown again: create a new key and revoke the old one.
   --trust LEVEL                   trust level (required): ${access.trust_levels.map((l) => l.name).join(" | ")}
   --principal NAME                identity owning the key's tasks and sessions (required); keys may share one
@@ -218,7 +217,7 @@ function buildEntry(v: CreateValues, ctx: Ctx): { entry: Omit<CredentialEntry, "
     if (!/^[^:\x00-\x1f\x7f]{1,128}$/.test(user)) throw usage("--user: 1-128 characters, no colon and no control characters");
   } else if (v.user !== undefined) throw usage("--user applies only to --scheme basic");
   if (v.id !== undefined) {
-    if (!ID.test(v.id)) throw usage("--id: 1-128 characters of A-Z a-z 0-9 . _ : @ -");
+    if (!CREDENTIAL_ID.test(v.id)) throw usage("--id: 1-128 characters of A-Z a-z 0-9 . _ : @ -");
     if (v.id.startsWith("env:")) throw usage('--id: ids starting with "env:" are reserved for credentials from the environment');
   }
   let scopes: string[] | undefined;
@@ -272,7 +271,7 @@ function buildEntry(v: CreateValues, ctx: Ctx): { entry: Omit<CredentialEntry, "
 
 /** Ids of A2A_CREDENTIALS (best effort): the gateway refuses an id that appears in two sources. */
 function envIds(ctx: Ctx): Set<string> {
-  const ids = new Set<string>(["env:A2A_BEARER_TOKEN"]);
+  const ids = new Set<string>([ENV_TOKEN_ID]);
   try {
     const parsed = JSON.parse(ctx.env.A2A_CREDENTIALS ?? "[]") as unknown;
     if (Array.isArray(parsed)) for (const e of parsed) if (e && typeof (e as { id?: unknown }).id === "string") ids.add((e as { id: string }).id);
