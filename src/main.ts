@@ -35,6 +35,10 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   let server: http.Server;
   try {
     server = http.createServer();
+    // CONNECT is no request this gateway serves: answer it instead of dropping the socket.
+    server.on("connect", (_req, socket: import("node:net").Socket) => {
+      socket.end("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(config.port, config.host, () => resolve());

@@ -221,6 +221,14 @@ describe("notifications and batches", () => {
     }
   });
 
+  it("an invalid request without an id is answered (id null), not taken for a notification", async () => {
+    for (const body of [{}, { jsonrpc: "2.0", method: 1 }, { jsonrpc: "1.0", method: "tasks/get" }, { method: "tasks/get" }])
+      await expectRpcError(await rpc(gw.url, body), "0.3", "INVALID_REQUEST", { id: null });
+    const res = await rpc(gw.url, [{}, { foo: 1 }]);
+    expect(res.status).toBe(200);
+    expect(res.body.map((r: { id: unknown }) => r.id)).toEqual([null, null]);
+  });
+
   it("a mixed batch answers in request order, skipping notifications", async () => {
     const card = cards.find(([l]) => l === "0.3")![1];
     const res = await rpc(gw.url, [

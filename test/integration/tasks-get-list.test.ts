@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
+import { TEST_TOKEN } from "../support/gateway.js";
 import { text } from "../../tools/upstream/script.js";
 import { expectError, expectOk, getTask, invoke, Mode, MODES, roleOf, sendParams, sendTask, stateOf, userMessage } from "../support/task-wire.js";
 
@@ -53,6 +54,20 @@ describe.each(MODES)("get on $name", (m) => {
     expect((await getTask(g.url, m, sent.id, 0)).history ?? []).toEqual([]);
     expect((await getTask(g.url, m, sent.id, 1)).history.map(roleOf)).toEqual(["agent"]);
     expect((await getTask(g.url, m, sent.id, 5)).history).toHaveLength(2);
+  });
+});
+
+describe("REST path parameters", () => {
+  it("a query parameter never overrides the task id in the path", async () => {
+    const m = MODES.find((x) => x.transport === "rest" && x.line === "0.3")!;
+    g.stub.script(text("mine"));
+    const sent = await sendTask(g.url, m, sendParams(m, userMessage(m, "path beats query")));
+    const auth = { authorization: `Bearer ${TEST_TOKEN}` };
+    const wrong = await fetch(`${g.url}/v1/tasks/${randomUUID()}?id=${sent.id}`, { headers: auth });
+    expect(wrong.status).toBe(404);
+    const right = await fetch(`${g.url}/v1/tasks/${sent.id}?id=${randomUUID()}`, { headers: auth });
+    expect(right.status).toBe(200);
+    expect((await right.json()).id).toBe(sent.id);
   });
 });
 

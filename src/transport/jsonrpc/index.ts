@@ -12,8 +12,8 @@ import type { AccessLimits } from "../../auth/limits.js";
 import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
 import type { MethodHandler } from "../../operations/index.js";
 import type { AuditCall, RequestState } from "../../server/state.js";
-import { json } from "../http.js";
-import { EventStream, withRelease } from "../../operations/stream.js";
+import { invoke, json } from "../http.js";
+import { EventStream } from "../../operations/stream.js";
 import { sendEventStream, type StreamBudget } from "../sse.js";
 
 type Id = string | number | null;
@@ -85,9 +85,11 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if ("id" in req) {
         if (!isId(req.id)) throw invalidRequest("id must be a string, an integer or null", "id");
         id = req.id;
-      } else notification = true;
+      }
       if (req.jsonrpc !== "2.0") throw invalidRequest('jsonrpc must be exactly "2.0"', "jsonrpc");
       if (typeof req.method !== "string" || req.method === "") throw invalidRequest("method must be a non-empty string", "method");
+      // Only a valid request without an id is a notification; an invalid one is answered (id null), as JSON-RPC 2.0 §5 says.
+      notification = !("id" in req);
       const candidate = byName.get(req.method);
       line = lineFor(candidate, state);
       if (!candidate && !state.explicitVersion && PASCAL.test(req.method)) line = "1.0";
@@ -107,22 +109,13 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
-      const release = method.streaming ? deps.limits.openStream(principal) : undefined;
-      let result: unknown;
-      try {
-        result = await handler(params, { line, principal, transport: "jsonrpc", method });
-      } catch (err) {
-        release?.();
-        throw err;
-      }
-      audit.result = result instanceof EventStream ? undefined : result;
+      const result = await invoke(handler, params, { line, principal, transport: "jsonrpc", method }, deps.limits, method.streaming);
       if (result instanceof EventStream) {
-        const stream = release ? withRelease(result, release) : result;
         // A notification cannot receive a stream: release it at once.
-        if (notification) stream.close();
-        return notification ? null : { stream, id, line };
+        if (notification) result.close();
+        return notification ? null : { stream: result, id, line };
       }
-      release?.();
+      audit.result = result;
       return notification ? null : { jsonrpc: "2.0", id, result: result ?? null };
     } catch (raw) {
       if (!isExpectedError(raw)) deps.log.error({ err: raw }, "JSON-RPC handler failed");

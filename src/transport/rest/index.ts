@@ -13,8 +13,8 @@ import type { AccessLimits } from "../../auth/limits.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
 import type { AuditCall, RequestState } from "../../server/state.js";
 import { restError } from "../../protocol/errors.js";
-import { EventStream, withRelease } from "../../operations/stream.js";
-import { json } from "../http.js";
+import { EventStream } from "../../operations/stream.js";
+import { invoke, json } from "../http.js";
 import { sendEventStream, type StreamBudget } from "../sse.js";
 
 export interface RestDeps {
@@ -49,8 +49,11 @@ function parseBody(ctx: Context): unknown {
 }
 
 function routeParams(ctx: Context, body: unknown): Record<string, unknown> {
-  const params: Record<string, unknown> = { ...(ctx.params as Record<string, string>) };
-  for (const [k, v] of Object.entries(ctx.query)) if (k !== "A2A-Version" && v !== undefined) params[k] = v;
+  const path = ctx.params as Record<string, string>;
+  const params: Record<string, unknown> = {};
+  // The path names the resource: a query parameter of the same name never overrides it.
+  for (const [k, v] of Object.entries(ctx.query)) if (k !== "A2A-Version" && v !== undefined && !(k in path)) params[k] = v;
+  Object.assign(params, path);
   if (body !== undefined) params.body = body;
   return params;
 }
@@ -86,23 +89,14 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       const params = routeParams(ctx, body);
       const audit: AuditCall = { method: `${route.verb} ${route.path}`, params };
       state.calls?.push(audit);
-      const release = route.streaming ? deps.limits.openStream(principal) : undefined;
-      let result: unknown;
-      try {
-        result = await handler(params, { line, principal, transport: "rest", method });
-      } catch (err) {
-        release?.();
-        audit.error = toA2AError(err).reason;
-        throw err;
-      }
+      const result = await invoke(handler, params, { line, principal, transport: "rest", method }, deps.limits, route.streaming);
       if (result instanceof EventStream) {
-        sendEventStream(ctx, release ? withRelease(result, release) : result, {
+        sendEventStream(ctx, result, {
           event: (value) => value,
           error: (error) => restError(line, toA2AError(error)).body,
         }, deps.streamBudget);
         return;
       }
-      release?.();
       audit.result = result;
       ctx.status = 200;
       json(ctx, result ?? {});
