@@ -290,7 +290,8 @@ export class CredentialRegistry implements CredentialResolver {
   }
 
   get schemes(): SchemeInfo[] {
-    const enabled = new Set(this.credentials.filter((c) => c.enabled).map((c) => c.scheme));
+    const now = this.#now();
+    const enabled = new Set(this.credentials.filter((c) => c.enabled && (c.expiresAt === undefined || now < c.expiresAt)).map((c) => c.scheme));
     return SCHEMES.filter((s) => enabled.has(s)).map((s) => SCHEME_INFO[s]);
   }
 

@@ -51,6 +51,7 @@ export function explicitSessionId(metadata: Metadata | undefined): string | unde
 export class SessionResolver {
   readonly #creating = new Map<string, Promise<string>>();
   readonly #locks = new Map<string, Promise<void>>();
+  readonly #renewals = new Map<string, { close(): void }>();
 
   constructor(
     private readonly records: SessionRecords,
@@ -86,27 +87,42 @@ export class SessionResolver {
   async #explicit(principal: Principal, sessionId: string, routing: Routing): Promise<ResolvedSession> {
     const owner = this.records.getOwner(sessionId);
     if (owner !== undefined) {
-      if (owner !== principal.id) throw forbidden(sessionId);
+      if (owner !== principal.id) throw refused(principal, sessionId);
       return { sessionId, claimed: false };
     }
-    if (!this.records.claim(sessionId, principal.id, this.claimTtlMs)) throw forbidden(sessionId);
+    if (!this.records.claim(sessionId, principal.id, this.claimTtlMs)) throw refused(principal, sessionId);
     try {
       await this.upstream.getSession(sessionId, routing);
     } catch (error) {
       this.records.releaseClaim(sessionId, principal.id);
       throw error;
     }
+    // The claim is renewed while the turn runs (it may wait on a question for longer than the TTL), so no other
+    // principal can take the session over before the turn ends.
+    const key = claimKey(principal, sessionId);
+    this.#renewals.get(key)?.close();
+    const renew = setInterval(() => this.records.claim(sessionId, principal.id, this.claimTtlMs), Math.max(100, this.claimTtlMs / 3));
+    renew.unref();
+    this.#renewals.set(key, { close: () => clearInterval(renew) });
     return { sessionId, claimed: true };
   }
 
   /** After a successful turn on a claimed session: the caller owns it now. */
   confirm(principal: Principal, sessionId: string): void {
+    this.#stopRenewal(principal, sessionId);
     this.records.setOwner(sessionId, principal.id);
     this.records.releaseClaim(sessionId, principal.id);
   }
 
   release(principal: Principal, sessionId: string): void {
+    this.#stopRenewal(principal, sessionId);
     this.records.releaseClaim(sessionId, principal.id);
+  }
+
+  #stopRenewal(principal: Principal, sessionId: string): void {
+    const key = claimKey(principal, sessionId);
+    this.#renewals.get(key)?.close();
+    this.#renewals.delete(key);
   }
 
   /** Runs `fn` when every earlier turn on `sessionId` has finished. */
@@ -126,6 +142,11 @@ export class SessionResolver {
   }
 }
 
-function forbidden(sessionId: string): A2AError {
-  return new A2AError("SESSION_FORBIDDEN", undefined, { session_id: sessionId });
+const claimKey = (principal: Principal, sessionId: string): string => `${principal.id}\u0000${sessionId}`;
+
+/** Another principal's session: forbidden for an admin (who sees every session), not found for anyone else. */
+function refused(principal: Principal, sessionId: string): A2AError {
+  return principal.admin
+    ? new A2AError("SESSION_FORBIDDEN", undefined, { session_id: sessionId })
+    : new A2AError("SESSION_NOT_FOUND", undefined, { session_id: sessionId });
 }

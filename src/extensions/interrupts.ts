@@ -12,7 +12,8 @@
 //   a2a.interrupt.question.reject    {request_id}                                     → {ok, request_id}
 //   tasks/provideInputAndContinue    {taskId, input | permissionOptionId}             → the task (blocking)
 //   opencode.permissions.list / opencode.questions.list                               → {items: [...]}
-// Another principal's request is not found, and so is an answered one or one of a canceled task; a request past its
+// Another principal's request is not found (an admin credential, whose trust level sees every principal, lists and
+// answers every principal's requests), and so is an answered one or one of a canceled task; a request past its
 // TTL is expired during the tombstone window, then not found; the wrong method for the request's type is a type
 // mismatch; OpenCode answering 404 (it no longer knows the request) is not found and drops the binding. Replies go upstream to the instance (directory or
 // workspace) the asking session runs in, whatever routing hints the caller sends (they are only validated).
@@ -23,6 +24,7 @@ import { userText } from "../bridge/parts.js";
 import { PERMISSION_REPLIES } from "../bridge/stream-mapper.js";
 import { A2AError } from "../contract/errors.js";
 import type { MethodHandler } from "../operations/index.js";
+import { filterTask, resultAccess } from "../operations/tasks.js";
 import { codecFor } from "../protocol/codec/index.js";
 import type { Message, Metadata } from "../protocol/model.js";
 import type { InterruptHooks, PendingInterrupt } from "../runtime/tasks.js";
@@ -33,6 +35,9 @@ import type { ExtensionDeps } from "./context.js";
 import { isObject } from "../util/object.js";
 
 type PermissionDecision = (typeof PERMISSION_REPLIES)[number];
+
+/** Pages of 100 tasks an admin listing scans for task owners (the interrupt store has no cross-owner listing). */
+const ADMIN_OWNER_SCAN_PAGES = 100;
 
 function invalidParams(field: string, message: string, data: Record<string, unknown> = {}): A2AError {
   return new A2AError("INVALID_PARAMS", message, { field, fields: [field], ...data }, {
@@ -171,13 +176,13 @@ export class InterruptRegistry implements InterruptHooks {
   // ---- methods --------------------------------------------------------------------------------------------------
 
   async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string): Promise<void> {
-    const record = this.#binding(requestId, principal.id, "permission");
+    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
     await this.#replyPermission(record, reply, message);
     this.#resumeTask(principal, record);
   }
 
   async questionReply(principal: Principal, requestId: string, answers: string[][]): Promise<void> {
-    const record = this.#binding(requestId, principal.id, "question");
+    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     const count = questionsOf(record.details).length;
     if (count > 0 && answers.length !== count) {
       throw invalidParams("answers", `request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, {
@@ -189,7 +194,7 @@ export class InterruptRegistry implements InterruptHooks {
   }
 
   async questionReject(principal: Principal, requestId: string): Promise<void> {
-    const record = this.#binding(requestId, principal.id, "question");
+    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }));
     this.#resumeTask(principal, record);
   }
@@ -216,13 +221,41 @@ export class InterruptRegistry implements InterruptHooks {
 
   list(principal: Principal, type: InterruptType): Record<string, unknown>[] {
     this.#store.purgeExpired();
-    return this.#store
-      .listLive(principal.id, type)
+    const owners = principal.admin ? this.#allOwners() : [principal.id];
+    return owners
+      .flatMap((owner) => this.#store.listLive(owner, type))
+      .sort((a, b) => a.createdAt - b.createdAt || (a.requestId < b.requestId ? -1 : 1))
       .filter((record) => !this.#abandoned(record))
       .map(recoveryItem);
   }
 
   // ---- internals ------------------------------------------------------------------------------------------------
+
+  /** Whose binding the caller addresses: its own, or (admin) the binding's owner whoever it is. */
+  #ownerFor(principal: Principal, requestId: string): string {
+    if (!principal.admin) return principal.id;
+    return this.#store.get(requestId)?.owner ?? principal.id;
+  }
+
+  /**
+   * Every principal that owns a task (admin listing). The interrupt store lists by owner only, and every binding
+   * belongs to the owner of the task that raised it, so the task owners cover every binding. Bounded.
+   */
+  #allOwners(): string[] {
+    const owners = new Set<string>();
+    const tasks = this.deps.storage.tasks;
+    let pageToken: string | undefined;
+    for (let page = 0; page < ADMIN_OWNER_SCAN_PAGES; page++) {
+      const result = tasks.list(undefined, { pageSize: 100, ...(pageToken === undefined ? {} : { pageToken }) });
+      for (const t of result.tasks) {
+        const owner = tasks.get(t.id)?.owner;
+        if (owner !== undefined) owners.add(owner);
+      }
+      if (result.nextPageToken === "") break;
+      pageToken = result.nextPageToken;
+    }
+    return [...owners];
+  }
 
   /**
    * A binding whose task the caller canceled is dropped (OpenCode keeps an aborted turn's requests pending, but nobody
@@ -356,10 +389,10 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
           message: { ...message, taskId },
           ...(isObject(params.metadata) ? { metadata: params.metadata } : {}),
         });
-        return codec.task(task);
+        return codec.task(filterTask(task, resultAccess(call.principal)));
       }
       await registry.answerTaskPermission(call.principal, taskId, String(params.permissionOptionId));
-      return codec.task(await deps.runtime.settled(call.principal, taskId));
+      return codec.task(filterTask(await deps.runtime.settled(call.principal, taskId), resultAccess(call.principal)));
     },
     "opencode.permissions.list": async (params, call) => {
       checkRouting(params);

@@ -10,9 +10,17 @@
 // lifecycle results are provider-private summaries. Nothing carries a local filesystem path: session directories
 // appear only relative to the workspace root, and only when they are inside it.
 //
-// Control methods enforce the owner guard: a session owned by another principal → SESSION_FORBIDDEN; a session the
-// gateway never saw is claimed for the call (A2A_PENDING_SESSION_CLAIM_TTL_SECONDS), checked upstream, and becomes
-// the caller's once the call succeeded (released on failure). Reads are not owner-guarded (reference §3.4).
+// Visibility (issue 6): a session is visible only to the principal that owns it per the session store (or holds the
+// pending claim of a still unowned one); an admin credential (a trust level that sees every principal) sees every
+// session. Reads of a session the caller may not see — another principal's, or one the gateway never bound to
+// anybody — answer SESSION_NOT_FOUND exactly like a session that does not exist (never "forbidden": existence is not
+// revealed), before anything reaches OpenCode; `opencode.sessions.list`, `.status` and `.children` leave such
+// sessions out.
+//
+// Control methods enforce the owner guard: a session owned (or claimed) by another principal → SESSION_NOT_FOUND for
+// non-admins (the same answer as an unknown session) and SESSION_FORBIDDEN for admins, who may see it but not
+// drive it; a session the gateway never saw is claimed for the call (A2A_PENDING_SESSION_CLAIM_TTL_SECONDS), checked
+// upstream, and becomes the caller's once the call succeeded (released on failure).
 //
 // Request and response bodies of these methods are never logged: this module logs nothing about them.
 import fs from "node:fs";
@@ -261,17 +269,36 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     }
   }
 
+  /** The session is the caller's to see: admin, its owner, or (unowned) the holder of its pending claim. */
+  const visible = (principal: Principal, sessionId: string): boolean => {
+    if (principal.admin) return true;
+    const owner = owners.getOwner(sessionId);
+    if (owner !== undefined) return owner === principal.id;
+    return owners.getClaim(sessionId)?.owner === principal.id;
+  };
+  /** The one answer for a session that does not exist and a session the caller may not see. */
+  const sessionNotFound = (sessionId: string): A2AError => new A2AError("SESSION_NOT_FOUND", undefined, { session_id: sessionId });
+  /** The session id of a read, refused as not found when the caller may not see the session. */
+  const readableSession = (params: Params, principal: Principal): string => {
+    const sessionId = sessionIdOf(params);
+    if (!visible(principal, sessionId)) throw sessionNotFound(sessionId);
+    return sessionId;
+  };
+
   const getSession = (sessionId: string, routing: Routing): Promise<Session> =>
     call("sessionGet", (c) => sdk.sessionGet({ ...c, path: { sessionID: sessionId } }), { ...routing, sessionId, validate: isSession });
 
   /**
    * The owner guard of control methods. Owned by the caller → run. Owned (or claimed) by another principal →
-   * SESSION_FORBIDDEN. Unknown to the gateway → claimed, checked upstream (SESSION_NOT_FOUND), run, and the caller
+   * SESSION_NOT_FOUND for non-admins (they may not even see it), SESSION_FORBIDDEN for admins. Unknown to the gateway → claimed, checked upstream (SESSION_NOT_FOUND), run, and the caller
    * owns it afterwards; a failed run releases the claim.
    */
   async function guarded<T>(principal: Principal, sessionId: string, routing: Routing, run: (session?: Session) => Promise<T>): Promise<T> {
     const outcome = owners.claim(sessionId, principal.id, deps.config.pendingClaimTtl);
-    if (outcome.status === "forbidden") throw new A2AError("SESSION_FORBIDDEN", undefined, { session_id: sessionId });
+    if (outcome.status === "forbidden") {
+      if (!principal.admin) throw sessionNotFound(sessionId);
+      throw new A2AError("SESSION_FORBIDDEN", undefined, { session_id: sessionId });
+    }
     if (outcome.status === "owned") return run();
     try {
       const session = await getSession(sessionId, routing);
@@ -326,11 +353,12 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
   return {
     // ---- reads ----------------------------------------------------------------------------------------------------
 
-    "opencode.sessions.status": async (params) => {
+    "opencode.sessions.status": async (params, c) => {
       const routing = routingOf(params);
-      const statuses = await call("sessionStatus", (c) => sdk.sessionStatus({ ...c }), { ...routing, validate: isObject });
+      const statuses = await call("sessionStatus", (x) => sdk.sessionStatus({ ...x }), { ...routing, validate: isObject });
       const items = Object.entries(statuses as Obj).flatMap(([sessionId, raw]) => {
         if (!isObject(raw) || typeof raw.type !== "string" || raw.type === "idle") return [];
+        if (!visible(c.principal, sessionId)) return [];
         return [compact({ session_id: sessionId, type: raw.type, attempt: num(raw.attempt), message: str(raw.message), next: num(raw.next) })];
       });
       return { items };
@@ -340,34 +368,45 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
       refuseFields(params, ["cursor", "page", "size", "before", "query"], "opencode.sessions.list");
       const routing = routingOf(params);
       const limit = typeof params.limit === "number" ? params.limit : DEFAULT_LIMIT;
+      // A non-admin sees only its own sessions: OpenCode's newest `limit` may all be someone else's, so the filter
+      // runs over the whole list and the limit after it.
       const query = compact({
-        limit,
+        limit: c.principal.admin ? limit : undefined,
         roots: typeof params.roots === "boolean" ? params.roots : undefined,
         start: typeof params.start === "number" ? params.start : undefined,
         search: typeof params.search === "string" ? params.search : undefined,
       });
       const sessions = await call("sessionList", (x) => sdk.sessionList({ ...x, query: { ...x.query, ...query } }), { ...routing, validate: isArray });
-      const items = (sessions as unknown[]).filter(isSession).slice(0, limit).map((s) => task(c, s));
+      const items = (sessions as unknown[])
+        .filter(isSession)
+        .filter((s) => visible(c.principal, s.id))
+        .slice(0, limit)
+        .map((s) => task(c, s));
       return { items };
     },
 
     "opencode.sessions.get": async (params, c) => {
-      const sessionId = sessionIdOf(params);
+      const sessionId = readableSession(params, c.principal);
       return { item: task(c, await getSession(sessionId, routingOf(params))) };
     },
 
     "opencode.sessions.children": async (params, c) => {
-      const sessionId = sessionIdOf(params);
+      const sessionId = readableSession(params, c.principal);
       const children = await call("sessionChildren", (x) => sdk.sessionChildren({ ...x, path: { sessionID: sessionId } }), {
         ...routingOf(params),
         sessionId,
         validate: isArray,
       });
-      return { items: (children as unknown[]).filter(isSession).map((s) => task(c, s)) };
+      return {
+        items: (children as unknown[])
+          .filter(isSession)
+          .filter((s) => visible(c.principal, s.id))
+          .map((s) => task(c, s)),
+      };
     },
 
-    "opencode.sessions.todo": async (params) => {
-      const sessionId = sessionIdOf(params);
+    "opencode.sessions.todo": async (params, c) => {
+      const sessionId = readableSession(params, c.principal);
       const todos = await call("sessionTodo", (x) => sdk.sessionTodo({ ...x, path: { sessionID: sessionId } }), {
         ...routingOf(params),
         sessionId,
@@ -379,8 +418,8 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
       return { items };
     },
 
-    "opencode.sessions.diff": async (params) => {
-      const sessionId = sessionIdOf(params);
+    "opencode.sessions.diff": async (params, c) => {
+      const sessionId = readableSession(params, c.principal);
       const messageID = idParam(params.message_id, "message_id", MESSAGE_ID, "message");
       const routing = routingOf(params);
       // OpenCode answers [] for a session it does not have: the session is read alongside to tell the two apart.
@@ -409,7 +448,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.messages.list": async (params, c) => {
       refuseFields(params, ["cursor", "page", "size"], "opencode.sessions.messages.list");
-      const sessionId = sessionIdOf(params);
+      const sessionId = readableSession(params, c.principal);
       const before = decodeCursor(sessionId, params.before);
       const limit = typeof params.limit === "number" ? params.limit : DEFAULT_LIMIT;
       let next: string | null = null;
@@ -431,7 +470,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     },
 
     "opencode.sessions.messages.get": async (params, c) => {
-      const sessionId = sessionIdOf(params);
+      const sessionId = readableSession(params, c.principal);
       const messageId = idParam(params.message_id, "message_id", MESSAGE_ID, "message")!;
       const routing = routingOf(params);
       try {

@@ -57,11 +57,15 @@ export class Discovery {
   constructor(private readonly deps: DiscoveryDeps) {}
 
   card(line: ProtocolLine, extended: boolean): CachedDoc {
-    const key = `${line}:${extended}`;
+    // The schemes follow the credential registry (a credentials file may change while the gateway runs), so they
+    // are part of the cache key; the ETag changes with them.
+    const schemes = this.deps.auth.schemes;
+    const key = `${line}:${extended}:${schemes.map((s) => s.name).join(",")}`;
     let doc = this.cards.get(key);
     if (!doc) {
       const d = this.deps;
       doc = cached(buildCard(d.catalog, line, extended, d.identity, d.facts, d.auth));
+      if (this.cards.size >= 64) this.cards.clear();
       this.cards.set(key, doc);
     }
     return doc;

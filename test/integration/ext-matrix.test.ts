@@ -6,7 +6,8 @@
 //      3b. OpenCode answering 5xx / a 2xx that is not the contract's shape (its HTML web UI) / too slowly →
 //      UPSTREAM_HTTP_ERROR / UPSTREAM_PAYLOAD_ERROR / UPSTREAM_TIMEOUT;
 //   4. an unknown session / request / task → *_NOT_FOUND; another principal's session → SESSION_FORBIDDEN for the
-//      owner-guarded methods (reads stay open), another principal's request / task → not found;
+//      admin on owner-guarded methods (the admin reads every session), SESSION_NOT_FOUND for a non-admin on every
+//      session method; another principal's request / task → not found;
 //   5. every error any call returns is declared for the method in the catalog (project errors) or generic
 //      (JSON-RPC / A2A origin), and never INTERNAL_ERROR;
 //   6. a success call with valid params returns a result valid against the method's `result_schema`.
@@ -615,7 +616,7 @@ describe("3b. OpenCode misbehaving (5xx, a 2xx of the wrong shape, too slow) →
 
 // ---- 4. unknown and foreign sessions / requests / tasks ------------------------------------------------------------
 
-describe("4. unknown ids → *_NOT_FOUND; another principal's session → SESSION_FORBIDDEN on owner-guarded methods", () => {
+describe("4. unknown ids → *_NOT_FOUND; another principal's session → SESSION_FORBIDDEN for the admin on owner-guarded methods, SESSION_NOT_FOUND for non-admins", () => {
   let foreign: string; // a session owned by OTHER (its turn ran through the gateway's task runtime)
   let foreignMessage: string;
   let ownedByAdmin: { session: string; message: string };
@@ -647,15 +648,14 @@ describe("4. unknown ids → *_NOT_FOUND; another principal's session → SESSIO
         expect(datum(o, "session_id")).toBe(foreign);
         expect(calls(main.stub, since), `${m.name}: the owner guard let a call reach OpenCode`).toEqual([]);
       } else {
-        // reads are not owner-guarded (reference §3.4), and the catalog declares no SESSION_FORBIDDEN for them
+        // the admin (this gateway's bearer token) reads every principal's sessions
         expect(o.ok, `${m.name} read of ${OTHER.id}'s session (${line}): ${describeOutcome(o)}`).toBe(true);
       }
     }
-    if (ownerGuarded(m)) {
-      // and the other way round, through the registry: OTHER on the admin's session
-      const o = await callAs(main.gw.gateway, OTHER, m, realize(m, ownedByAdmin));
-      expectError(o, "SESSION_FORBIDDEN", `${m.name} as ${OTHER.id} on the admin's session`);
-    }
+    // The other way round, through the registry: to a non-admin, another principal's session does not exist
+    // (reads and control alike), so its existence is not revealed.
+    const o = await callAs(main.gw.gateway, OTHER, m, realize(m, ownedByAdmin));
+    expectError(o, "SESSION_NOT_FOUND", `${m.name} as ${OTHER.id} on the admin's session`);
     mark(m, "foreign");
   });
 

@@ -94,9 +94,10 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       line = lineFor(candidate, state);
       if (!candidate && !state.explicitVersion && PASCAL.test(req.method)) line = "1.0";
       onLine?.(line);
-      const method = resolveMethod(req.method, line);
-      audit = { method: method.name, params: req.params };
+      // Recorded before the method is resolved, so unknown and disabled methods are audited too.
+      audit = { method: req.method.slice(0, 256), params: req.params };
       state.calls?.push(audit);
+      const method = resolveMethod(req.method, line);
       // The scope comes first: a caller without it learns nothing more about the method than its name.
       const principal = state.principal as Principal;
       if (!hasScope(principal, method.scope))
