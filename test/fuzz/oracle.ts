@@ -7,6 +7,11 @@ import { validate } from "../../src/contract/validate.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/server/middleware/body.js";
 import type { Exchange, FuzzRequest, HttpRequest } from "./wire.js";
 
+/** A valid JSON-RPC request without an id: the only kind of call that gets no answer. */
+function isNotification(c: unknown): boolean {
+  return isObj(c) && !("id" in c) && c.jsonrpc === "2.0" && typeof c.method === "string" && c.method !== "";
+}
+
 export const LINES = catalog.protocol_lines as ProtocolLine[];
 const ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo";
 const PASCAL = /^[A-Z][A-Za-z]+$/;
@@ -316,9 +321,8 @@ export function createOracle(o: OracleOptions) {
         v.shape = "rpc";
         if (x.body.length) v.problems.push("204 with a body");
         const calls = Array.isArray(request) ? request : [request];
-        if (!parsed.ok || calls.length === 0 || !calls.every((c) => isObj(c) && !("id" in c))) v.problems.push("204 although the request had calls that need an answer");
-        else if (!calls.every((c) => isObj(c) && c.jsonrpc === "2.0" && typeof c.method === "string" && c.method !== ""))
-          v.deviations.push("invalid request without id answered 204 (JSON-RPC 2.0 §5: Invalid Request, id null)");
+        // Only valid requests without an id are notifications; an invalid one is owed an Invalid Request (JSON-RPC 2.0 §5).
+        if (!parsed.ok || calls.length === 0 || !calls.every(isNotification)) v.problems.push("204 although the request had calls that need an answer");
         if (edge) v.problems.push(`expected ${edge}, got 204`);
         return v;
       }
@@ -335,7 +339,7 @@ export function createOracle(o: OracleOptions) {
           v.problems.push("array answer to a request that is not a non-empty batch");
           return v;
         }
-        const answered = request.filter((c) => !(isObj(c) && !("id" in c)));
+        const answered = request.filter((c) => !isNotification(c));
         if (got.value.length !== answered.length) v.problems.push(`batch of ${request.length} (${answered.length} with id) got ${got.value.length} answers`);
         if (http && lineHeader !== n!.line) v.problems.push(`batch A2A-Version ${lineHeader}, expected ${n!.line}`);
         for (const [i, resp] of got.value.entries()) {
@@ -343,8 +347,6 @@ export function createOracle(o: OracleOptions) {
           const idOk = isObj(call) && isId(call.id);
           await rpcResponse(resp, rpcLine(n!, call), { id: idOk ? call.id : null, known: true }, `batch[${i}]`, v, 200);
         }
-        for (const call of request) if (isObj(call) && !("id" in call) && !(call.jsonrpc === "2.0" && typeof call.method === "string" && call.method !== ""))
-          v.deviations.push("invalid request without id inside a batch dropped silently (JSON-RPC 2.0 §6)");
         if (edge) v.problems.push(`expected ${edge}, got a batch answer`);
         return v;
       }
