@@ -20,19 +20,11 @@ import { text } from "../../tools/upstream/script.js";
 import { expectRestError } from "../support/contract.js";
 import { call, rpc, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
+import { until } from "../support/task-wire.js";
 
 type Obj = Record<string, any>;
 const ADMIN = { authorization: `Bearer ${TEST_TOKEN}` };
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 5000, stepMs = 100): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}
 
 // ---- 8. audit ----------------------------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ProtocolLine } from "../../src/contract/catalog.js";
 import { expectRestError, expectRpcError, expectValid } from "../support/contract.js";
 import { call, rawRequest, rpc, startGateway, TEST_TOKEN, type HttpResult, type StartedGateway } from "../support/gateway.js";
+import { until } from "../support/task-wire.js";
 
 type Obj = Record<string, any>;
 type Scheme = "bearer" | "api_key" | "basic";
@@ -23,15 +24,6 @@ const entry = (id: string, scheme: Scheme, secret: string, extra: Obj = {}) => (
 /** GET /health as the given headers (no default token). */
 const health = (gw: StartedGateway, headers: Record<string, string>) => call(gw.url, "/health", { auth: false, headers });
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 5000, stepMs = 100): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}
 /** Runs `jobs` with at most `width` in flight (bounded parallelism). */
 async function inBatches<T>(jobs: (() => Promise<T>)[], width = 25): Promise<T[]> {
   const out: T[] = [];

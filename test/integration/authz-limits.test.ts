@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorEntry, type ProtocolLine } from "../../src/contract/catalog.js";
 import { errorInfoOf, expectRestError, expectRpcError, expectValid } from "../support/contract.js";
 import { call, rpc, startGateway, TEST_TOKEN, type HttpResult, type StartedGateway } from "../support/gateway.js";
-import { MODES, openSse, restPrefix, userMessage, versionHeader, type Mode, type Sse } from "../support/task-wire.js";
+import { MODES, openSse, restPrefix, userMessage, versionHeader, type Mode, type Sse, until } from "../support/task-wire.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 import { hang, text, type Reply } from "../../tools/upstream/script.js";
 
@@ -17,15 +17,6 @@ const secret = (id: string) => `limits-${id}-secret-0123456789`;
 const cred = (id: string, rate_limit?: Obj) => ({ id, principal: `p-${id}`, scheme: "bearer", secret: secret(id), trust_level: "admin", ...(rate_limit ? { rate_limit } : {}) });
 const as = (id: string) => ({ authorization: `Bearer ${secret(id)}` });
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 5000, stepMs = 50): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}
 
 function rateHeaders(res: { headers: Headers }): { limit: number; remaining: number; reset: number } {
   const get = (name: string) => {

@@ -170,13 +170,13 @@ export function isDataPart(m: Mode, part: any): boolean {
 export const dataOf = (m: Mode, part: any): any => (m.line === "0.3" && m.transport === "rest" ? part.data.data : part.data);
 export const TERMINAL = new Set(["completed", "canceled", "failed", "rejected"]);
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 5000): Promise<T> {
+export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 5000, stepMs = 20): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await probe();
     if (value !== undefined && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, stepMs));
   }
 }
 
