@@ -39,8 +39,8 @@ export interface Credential {
   digest: Buffer;
   enabled: boolean;
   expiresAt: number | undefined;
+  /** Carries the per-credential rate-limit overrides. */
   principal: Principal;
-  rateLimit: RateLimitOverride;
 }
 
 export class CredentialError extends Error {
@@ -90,7 +90,7 @@ function positiveInt(v: unknown): boolean {
  * Validate and load credential entries (`source` names where they came from in messages). Every problem is
  * collected; none of them quotes a secret.
  */
-export function loadCredentials(raw: unknown, source: string, access: AccessControl, now = Date.now()): Credential[] {
+export function loadCredentials(raw: unknown, source: string, access: AccessControl): Credential[] {
   const problems: string[] = [];
   if (!Array.isArray(raw)) throw new CredentialError([`${source}: expected a JSON array of credential objects`]);
   const levels = new Map(access.trust_levels.map((l) => [l.name, l]));
@@ -146,7 +146,6 @@ export function loadCredentials(raw: unknown, source: string, access: AccessCont
       digest,
       enabled: enabled !== false,
       expiresAt,
-      rateLimit: (rate_limit as RateLimitOverride | undefined) ?? {},
       principal: {
         id: (principal as string).trim(),
         credentialId: id as string,
@@ -167,7 +166,6 @@ export function loadCredentials(raw: unknown, source: string, access: AccessCont
     digests.add(key);
   }
   if (problems.length) throw new CredentialError(problems);
-  void now;
   return out;
 }
 
@@ -239,6 +237,11 @@ export function presentedCredential(headers: Record<string, string | string[] | 
   return null;
 }
 
+/** Enabled and not expired. */
+function usable(c: Credential, now: number): boolean {
+  return c.enabled && (c.expiresAt === undefined || now < c.expiresAt);
+}
+
 export class CredentialRegistry implements CredentialResolver {
   #fixed: Credential[];
   #fromFile: Credential[] = [];
@@ -264,7 +267,6 @@ export class CredentialRegistry implements CredentialResolver {
         digest: digestOf(sources.bearerToken),
         enabled: true,
         expiresAt: undefined,
-        rateLimit: {},
         principal: { id: ENV_TOKEN_PRINCIPAL, credentialId: ENV_TOKEN_ID, trustLevel: admin.name, scopes: new Set(admin.scopes), admin: true },
       });
     }
@@ -291,7 +293,7 @@ export class CredentialRegistry implements CredentialResolver {
 
   get schemes(): SchemeInfo[] {
     const now = this.#now();
-    const enabled = new Set(this.credentials.filter((c) => c.enabled && (c.expiresAt === undefined || now < c.expiresAt)).map((c) => c.scheme));
+    const enabled = new Set(this.credentials.filter((c) => usable(c, now)).map((c) => c.scheme));
     return SCHEMES.filter((s) => enabled.has(s)).map((s) => SCHEME_INFO[s]);
   }
 
@@ -310,14 +312,7 @@ export class CredentialRegistry implements CredentialResolver {
       if (c.scheme !== presented.scheme) continue;
       if (timingSafeEqual(c.digest, presented.digest)) found = c;
     }
-    if (found === null || !found.enabled) return null;
-    if (found.expiresAt !== undefined && this.#now() >= found.expiresAt) return null;
-    return found;
-  }
-
-  /** The credential behind a principal (rate-limit overrides). */
-  credential(id: string): Credential | undefined {
-    return this.#all.find((c) => c.id === id);
+    return found !== null && usable(found, this.#now()) ? found : null;
   }
 
   #rebuild(): void {

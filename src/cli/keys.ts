@@ -450,7 +450,7 @@ function ensureDirectory(dir: string): void {
 /** Reads and validates the file with the gateway's loader (a missing file is empty). */
 function readValid(file: string, ctx: Ctx): unknown[] {
   const entries = readCredentialsFile(file);
-  loadCredentials(entries, file, ctx.access, ctx.now().getTime());
+  loadCredentials(entries, file, ctx.access);
   return entries;
 }
 
@@ -472,7 +472,7 @@ function change(file: string, ctx: Ctx, edit: (entries: unknown[]) => unknown[] 
   const next = edit(entries);
   if (next === null) return;
   try {
-    loadCredentials(next, file, ctx.access, ctx.now().getTime());
+    loadCredentials(next, file, ctx.access);
   } catch (e) {
     if (e instanceof CredentialError) throw failure(`the changed file would not load:\n${e.problems.map((p) => `  - ${p}`).join("\n")}\nNothing was written.`);
     throw e;

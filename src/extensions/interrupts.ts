@@ -36,9 +36,6 @@ import { isObject } from "../util/object.js";
 
 type PermissionDecision = (typeof PERMISSION_REPLIES)[number];
 
-/** Pages of 100 tasks an admin listing scans for task owners (the interrupt store has no cross-owner listing). */
-const ADMIN_OWNER_SCAN_PAGES = 100;
-
 function invalidParams(field: string, message: string, data: Record<string, unknown> = {}): A2AError {
   return new A2AError("INVALID_PARAMS", message, { field, fields: [field], ...data }, {
     fieldViolations: [{ field, description: message }],
@@ -221,10 +218,8 @@ export class InterruptRegistry implements InterruptHooks {
 
   list(principal: Principal, type: InterruptType): Record<string, unknown>[] {
     this.#store.purgeExpired();
-    const owners = principal.admin ? this.#allOwners() : [principal.id];
-    return owners
-      .flatMap((owner) => this.#store.listLive(owner, type))
-      .sort((a, b) => a.createdAt - b.createdAt || (a.requestId < b.requestId ? -1 : 1))
+    return this.#store
+      .listLive(principal.admin ? undefined : principal.id, type)
       .filter((record) => !this.#abandoned(record))
       .map(recoveryItem);
   }
@@ -235,26 +230,6 @@ export class InterruptRegistry implements InterruptHooks {
   #ownerFor(principal: Principal, requestId: string): string {
     if (!principal.admin) return principal.id;
     return this.#store.get(requestId)?.owner ?? principal.id;
-  }
-
-  /**
-   * Every principal that owns a task (admin listing). The interrupt store lists by owner only, and every binding
-   * belongs to the owner of the task that raised it, so the task owners cover every binding. Bounded.
-   */
-  #allOwners(): string[] {
-    const owners = new Set<string>();
-    const tasks = this.deps.storage.tasks;
-    let pageToken: string | undefined;
-    for (let page = 0; page < ADMIN_OWNER_SCAN_PAGES; page++) {
-      const result = tasks.list(undefined, { pageSize: 100, ...(pageToken === undefined ? {} : { pageToken }) });
-      for (const t of result.tasks) {
-        const owner = tasks.get(t.id)?.owner;
-        if (owner !== undefined) owners.add(owner);
-      }
-      if (result.nextPageToken === "") break;
-      pageToken = result.nextPageToken;
-    }
-    return [...owners];
   }
 
   /**

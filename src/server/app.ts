@@ -39,7 +39,6 @@ export interface Gateway {
   registry: ReadonlyMap<string, MethodHandler>;
   discovery: Discovery;
   auth: CredentialResolver;
-  limits: AccessLimits;
   upstream: Upstream | undefined;
   runtime: TaskRuntime | undefined;
   metrics: Metrics;
@@ -244,7 +243,6 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     registry,
     discovery,
     auth,
-    limits,
     upstream: deps.upstream,
     runtime,
     metrics,

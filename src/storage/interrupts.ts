@@ -55,8 +55,8 @@ export interface InterruptStore {
   get(requestId: string): InterruptRecord | undefined;
   /** Discard a binding (answered or resolved). Returns whether one was removed. */
   remove(requestId: string): boolean;
-  /** `owner`'s live (unexpired) bindings, optionally of one type, oldest first. */
-  listLive(owner: string, type?: InterruptType): InterruptRecord[];
+  /** `owner`'s live (unexpired) bindings (every owner's when undefined), optionally of one type, oldest first. */
+  listLive(owner: string | undefined, type?: InterruptType): InterruptRecord[];
   /** Delete bindings past their tombstone window. Returns how many. */
   purgeExpired(): number;
 }
@@ -103,10 +103,10 @@ export class MemoryInterruptStore implements InterruptStore {
     return this.byId.delete(requestId);
   }
 
-  listLive(owner: string, type?: InterruptType): InterruptRecord[] {
+  listLive(owner: string | undefined, type?: InterruptType): InterruptRecord[] {
     const now = this.now();
     return [...this.byId.values()]
-      .filter((r) => r.owner === owner && r.expiresAt > now && (type === undefined || r.type === type))
+      .filter((r) => (owner === undefined || r.owner === owner) && r.expiresAt > now && (type === undefined || r.type === type))
       .sort((a, b) => a.createdAt - b.createdAt || (a.requestId < b.requestId ? -1 : 1))
       .map((r) => structuredClone(r));
   }
@@ -235,20 +235,15 @@ export class SqliteInterruptStore implements InterruptStore {
     );
   }
 
-  listLive(owner: string, type?: InterruptType): InterruptRecord[] {
+  listLive(owner: string | undefined, type?: InterruptType): InterruptRecord[] {
     return this.store.guard("interrupts.listLive", () => {
       const now = this.now();
-      const rows = (
-        type === undefined
-          ? this.store
-              .statement(`SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE owner = ? AND expires_at > ? ORDER BY created_at, request_id`)
-              .all(owner, now)
-          : this.store
-              .statement(
-                `SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE owner = ? AND interrupt_type = ? AND expires_at > ? ORDER BY created_at, request_id`,
-              )
-              .all(owner, type, now)
-      ) as Row[];
+      // `? IS NULL OR col = ?` keeps one statement per shape; the owner index still serves the per-owner case.
+      const rows = this.store
+        .statement(
+          `SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE (? IS NULL OR owner = ?) AND (? IS NULL OR interrupt_type = ?) AND expires_at > ? ORDER BY created_at, request_id`,
+        )
+        .all(owner ?? null, owner ?? null, type ?? null, type ?? null, now) as Row[];
       return rows.map(fromRow);
     });
   }

@@ -5,6 +5,7 @@
 import http from "node:http";
 import net from "node:net";
 import zlib from "node:zlib";
+import { sseData } from "../support/task-wire.js";
 
 /** One request the fuzzer sends. `raw` requests are written to a socket byte for byte. */
 export type FuzzRequest = HttpRequest | RawRequest;
@@ -66,11 +67,7 @@ function takeFrames(buffer: string, frames: unknown[]): string {
   for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
     const block = buffer.slice(0, i);
     buffer = buffer.slice(i + 2);
-    const data = block
-      .split("\n")
-      .filter((l) => l.startsWith("data:"))
-      .map((l) => l.slice(5).trimStart())
-      .join("\n");
+    const data = sseData(block);
     if (data === "") continue;
     try {
       frames.push(JSON.parse(data));

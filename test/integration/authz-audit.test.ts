@@ -6,7 +6,6 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
-import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialError } from "../../src/auth/credentials.js";
@@ -21,6 +20,7 @@ import { expectRestError } from "../support/contract.js";
 import { call, rpc, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 import { until } from "../support/task-wire.js";
+import { Capture } from "../support/logs.js";
 
 type Obj = Record<string, any>;
 const ADMIN = { authorization: `Bearer ${TEST_TOKEN}` };
@@ -151,16 +151,6 @@ describe("8. GET /admin/audit", () => {
 
 // ---- 9. secrets never reach the logs -----------------------------------------------------------------------------------
 
-class Capture extends Writable {
-  lines: string[] = [];
-  override _write(chunk: Buffer, _enc: string, done: () => void): void {
-    this.lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-    done();
-  }
-  get text(): string {
-    return this.lines.join("\n");
-  }
-}
 
 describe("9. no secret in any log line (trace level, payload logging on)", () => {
   const SECRETS = {

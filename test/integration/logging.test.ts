@@ -1,20 +1,10 @@
 // Logs never carry the bearer token: request logs of a real gateway, and the logger's own redaction.
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logging/index.js";
 import { loadConfig } from "../../src/config/index.js";
 import { call, rpc, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import { Capture } from "../support/logs.js";
 
-class Capture extends Writable {
-  lines: string[] = [];
-  override _write(chunk: Buffer, _enc: string, done: () => void): void {
-    this.lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-    done();
-  }
-  get text(): string {
-    return this.lines.join("\n");
-  }
-}
 
 let out: Capture;
 let gw: StartedGateway;

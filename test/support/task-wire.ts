@@ -181,6 +181,15 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
 }
 
 // ---- SSE --------------------------------------------------------------------------------------------------------
+/** The joined `data:` lines of one SSE block ("" for a comment-only block). */
+export function sseData(block: string): string {
+  return block
+    .split("\n")
+    .filter((l) => l.startsWith("data:"))
+    .map((l) => l.slice(5).trimStart())
+    .join("\n");
+}
+
 export interface Sse {
   status: number;
   headers: Headers;
@@ -235,11 +244,7 @@ export async function openSse(url: string, path: string, init: { method?: string
       for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
         const block = buffer.slice(0, i);
         buffer = buffer.slice(i + 2);
-        const data = block
-          .split("\n")
-          .filter((l) => l.startsWith("data:"))
-          .map((l) => l.slice(5).trimStart())
-          .join("\n");
+        const data = sseData(block);
         if (data !== "") frames.push(JSON.parse(data));
       }
     })().finally(() => (inflight = undefined)));
