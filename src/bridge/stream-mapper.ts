@@ -313,7 +313,7 @@ export class StreamMapper {
   /** The turn's outcome; idempotent (the replace-on-finish chunk, when any, is built once). */
   finish(): TurnResult {
     if (this.#result !== undefined) return this.#result;
-    const state: TaskState = this.#terminal?.state ?? (this.#pendingInterrupts().length > 0 ? "input-required" : "working");
+    const state: TaskState = this.#terminal?.state ?? (this.#anyPending() ? "input-required" : "working");
     const streamed = laneText(this.#text);
     const finalText = streamed === "" && state === "completed" ? EMPTY_OUTPUT_TEXT : streamed;
     let finalTextChunk: ArtifactUpdateEvent | undefined;
@@ -551,10 +551,11 @@ export class StreamMapper {
   // -- status updates -------------------------------------------------------------------------------------------
 
   #emitProgress(identity: string, progress: Record<string, unknown>, messageId: string | undefined, out: MapperOutput[]): void {
-    const key = stableJson(progress);
+    // Progress objects are built here with a fixed key order: plain JSON identifies them (stableJson is for tool data).
+    const key = JSON.stringify(progress);
     if (this.#progress.get(identity) === key) return;
     this.#progress.set(identity, key);
-    const state = this.#pendingInterrupts().length > 0 ? "input-required" : "working";
+    const state = this.#anyPending() ? "input-required" : "working";
     out.push(this.#status(state, { progress }, "progress", messageId));
   }
 
@@ -585,9 +586,14 @@ export class StreamMapper {
     const asked = requestId === undefined ? undefined : this.#interrupts.get(requestId);
     if (asked === undefined || !asked.pending) return;
     asked.pending = false;
-    const state = this.#pendingInterrupts().length > 0 ? "input-required" : "working";
+    const state = this.#anyPending() ? "input-required" : "working";
     const interrupt = { request_id: requestId, type: asked.type, phase: "resolved", resolution, ...(details === undefined ? {} : { details }) };
     out.push(this.#status(state, { interrupt }, "interrupt", undefined));
+  }
+
+  #anyPending(): boolean {
+    for (const i of this.#interrupts.values()) if (i.pending) return true;
+    return false;
   }
 
   #pendingInterrupts(): { requestId: string; type: InterruptType }[] {

@@ -83,13 +83,17 @@ function mergeShared(metadata: Metadata | undefined, shared: Metadata): Metadata
   return { ...base, shared: { ...current, ...shared } };
 }
 
-/** Applies one artifact update to a compact artifact list (text parts of appends are concatenated). */
+/**
+ * Applies one artifact update to a compact artifact list (text parts of appends are concatenated). A new list is
+ * returned; the update's objects are taken over, not copied: events and task snapshots are never written to in
+ * place (the runtime replaces fields, the codecs build new objects), so sharing them is safe.
+ */
 export function applyArtifact(artifacts: Artifact[], update: ArtifactUpdateEvent): Artifact[] {
   const index = artifacts.findIndex((a) => a.artifactId === update.artifact.artifactId);
   if (index < 0 || update.append !== true) {
     const next = [...artifacts];
-    if (index < 0) next.push(structuredClone(update.artifact));
-    else next[index] = structuredClone(update.artifact);
+    if (index < 0) next.push(update.artifact);
+    else next[index] = update.artifact;
     return next;
   }
   const current = artifacts[index] as Artifact;
@@ -97,7 +101,7 @@ export function applyArtifact(artifacts: Artifact[], update: ArtifactUpdateEvent
   for (const part of update.artifact.parts) {
     const last = parts.at(-1);
     if (last?.kind === "text" && part.kind === "text") parts[parts.length - 1] = { ...last, text: last.text + part.text };
-    else parts.push(structuredClone(part));
+    else parts.push(part);
   }
   const next = [...artifacts];
   next[index] = { ...current, parts, ...(update.artifact.metadata === undefined ? {} : { metadata: update.artifact.metadata }) };
@@ -189,7 +193,8 @@ export class TaskRuntime {
   async send(principal: Principal, params: SendParams): Promise<Task> {
     const live = await this.#start(principal, params);
     if (params.configuration?.blocking !== false) await live.settled();
-    return structuredClone(live.task);
+    // A terminal task is never written to again (#apply / #finish stop at a terminal state): no copy needed.
+    return isTerminal(live.state) ? live.task : structuredClone(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
@@ -621,7 +626,7 @@ export class TaskRuntime {
       kind: "status-update",
       taskId: live.task.id,
       contextId: live.task.contextId,
-      status: structuredClone(status),
+      status: { ...status },
       final: true,
       metadata: {
         shared: { ...(live.sessionId === undefined ? {} : { session: { id: live.sessionId } }), ...shared },

@@ -5,8 +5,10 @@
 // upstream URL or body: it passes a generated SDK function to `call`.
 import { createClient, type Client } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
-import type { Session } from "../../generated/opencode/types.gen.js";
+import type { GlobalEventData, Session } from "../../generated/opencode/types.gen.js";
 import { classifyHttp, classifyThrown, UpstreamError } from "./errors.js";
+import { onTransport } from "./request.js";
+import { HttpTransport } from "./transport.js";
 import { isObject } from "../util/object.js";
 
 export interface UpstreamClientOptions {
@@ -22,6 +24,7 @@ export interface UpstreamClientOptions {
   streamTimeoutMs: number;
   /** OPENCODE_MAX_CONCURRENT_REQUESTS (0 = unlimited): calls beyond it fail at once with UPSTREAM_BACKPRESSURE. */
   maxConcurrentRequests: number;
+  /** A fetch for the generated client; unset: calls run on ./transport.ts (node:http with keep-alive, see ./request.ts). */
   fetch?: typeof fetch;
 }
 
@@ -70,8 +73,12 @@ export const basicAuthHeader = (username: string, password: string): string =>
 export const isSession = (v: unknown): v is Session => isObject(v) && typeof v.id === "string" && v.id.startsWith("ses");
 
 export class UpstreamClient {
+  /** The generated client (global fetch); `call` hands the SDK functions `#callClient`, the same client on ./transport.ts. */
   readonly client: Client;
+  readonly #callClient: Client;
+  readonly #transport: HttpTransport | undefined;
   #baseUrl: string;
+  readonly #headers: Record<string, string>;
   #inFlight = 0;
   #calls = 0;
   #rejected = 0;
@@ -83,11 +90,20 @@ export class UpstreamClient {
     if (options.password !== undefined && options.password !== "") {
       headers.authorization = basicAuthHeader(options.username ?? "opencode", options.password);
     }
-    this.client = createClient({
-      baseUrl: this.#baseUrl,
-      headers,
-      ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
-    });
+    this.#headers = headers;
+    this.client = createClient({ baseUrl: this.#baseUrl, headers, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
+    this.#transport = options.fetch === undefined ? new HttpTransport() : undefined;
+    this.#callClient = this.#transport === undefined ? this.client : onTransport(this.client, this.#transport);
+  }
+
+  /** Closes idle keep-alive connections to OpenCode. */
+  close(): void {
+    this.#transport?.close();
+  }
+
+  /** URL and headers of OpenCode's `GET /global/event` (the EventHub reads it on a connection of its own). */
+  eventStreamRequest(): { url: string; headers: Record<string, string> } {
+    return { url: this.client.buildUrl<GlobalEventData>({ url: "/global/event" }), headers: { ...this.#headers, accept: "text/event-stream" } };
   }
 
   get baseUrl(): string {
@@ -169,7 +185,7 @@ export class UpstreamClient {
     try {
       let result: SdkResult<T>;
       try {
-        result = await invoke({ client: this.client, signal: controller.signal, query: this.route(opts) });
+        result = await invoke({ client: this.#callClient, signal: controller.signal, query: this.route(opts) });
       } catch (error) {
         throw classifyThrown(error, operation, { ...context, timedOut });
       }

@@ -5,7 +5,12 @@
 // whole OpenCode server, so demultiplexing needs no directory at all, and sessions that run in an overridden
 // directory (metadata.opencode.directory) or a workspace arrive on the same connection. With `/event` the
 // gateway would need one connection per directory in use. The price is the `sync` frames the global stream also
-// carries (event-sourcing copies of the same events), which are dropped right after parsing.
+// carries (event-sourcing copies of the same events), which are dropped before parsing. While no wildcard
+// subscriber is attached, frames that name no subscribed session are not parsed either (`mayConcern`).
+//
+// Transport: the stream is read on a node:http connection of its own and parsed by ./sse.ts straight from the
+// socket's chunks (no fetch, no web streams: the hub sits on the path of every event of every turn). Its URL and
+// headers (Basic auth) come from the generated client's configuration (UpstreamClient.eventStreamRequest).
 //
 // Guarantees for an attached subscriber:
 //   - events of its sessions arrive in upstream order, none dropped while the connection is up;
@@ -16,11 +21,13 @@
 //     with UPSTREAM_BACKPRESSURE rather than silently losing events.
 // The connection reconnects with exponential backoff and jitter, and is considered dead when neither an
 // event nor OpenCode's 10 s `server.heartbeat` arrives within the idle timeout.
+import type { IncomingMessage } from "node:http";
 import type { Logger } from "pino";
-import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Event as OpencodeEvent } from "../../generated/opencode/types.gen.js";
 import type { UpstreamClient } from "./client.js";
 import { classifyThrown, UpstreamError } from "./errors.js";
+import { SseFrames } from "./sse.js";
+import { openStream } from "./transport.js";
 import { isObject } from "../util/object.js";
 
 export type { OpencodeEvent };
@@ -56,8 +63,6 @@ export interface EventHubOptions {
   log?: Pick<Logger, "info" | "warn" | "debug">;
   /** For tests: jitter source. */
   random?: () => number;
-  /** fetch used for the event stream (default: global fetch with the sync frames filtered out). */
-  fetch?: typeof fetch;
 }
 
 export interface SubscribeOptions {
@@ -87,56 +92,32 @@ export interface HubStatus {
   eventsDelivered: number;
   overflows: number;
   malformed: number;
+  /** Frames left unparsed: no wildcard subscriber, and they name no subscribed session. */
+  unparsed: number;
 }
 
-const FRAME_END = Buffer.from("\n\n");
-const SYNC_MARKER = Buffer.from('"payload":{"type":"sync"');
+/** OpenCode's `sync` frames on /global/event carry this; they are dropped before parsing (see ./sse.ts). */
+const SYNC_MARKER = '"payload":{"type":"sync"';
+
+const SESSION_KEY = '"sessionID"';
 
 /**
- * Drops the global stream's `sync` frames (event-sourcing copies of events the hub receives anyway) before the
- * generated SSE client JSON-parses them: about half of all frames of a turn. Works on bytes, frame by frame
- * (OpenCode frames are `data: <json>\n\n`); everything else passes through unchanged.
+ * Whether a raw frame may concern one of `sessions`: it names one of them as a `"sessionID"` value, or names one in a
+ * way a plain scan cannot read (escapes, odd spacing). A frame that names none of them cannot be routed to a
+ * session subscriber (sessionIdOf reads one of its `sessionID` members), so it need not be parsed when no wildcard
+ * subscriber is attached.
  */
-export function withoutSyncFrames(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  let pending: Buffer = Buffer.alloc(0);
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        const data = pending.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([pending, chunk]);
-        // One forward scan for the marker per chunk (not per frame), and runs of kept frames are passed as one slice.
-        const kept: Buffer[] = [];
-        let start = 0;
-        let runStart = 0;
-        let marker = data.indexOf(SYNC_MARKER);
-        for (;;) {
-          const end = data.indexOf(FRAME_END, start);
-          if (end < 0) break;
-          const next = end + FRAME_END.length;
-          if (marker >= start && marker < end) {
-            if (start > runStart) kept.push(data.subarray(runStart, start));
-            runStart = next;
-            marker = data.indexOf(SYNC_MARKER, next);
-          }
-          start = next;
-        }
-        if (start > runStart) kept.push(data.subarray(runStart, start));
-        pending = start < data.length ? Buffer.from(data.subarray(start)) : Buffer.alloc(0);
-        if (kept.length === 1) controller.enqueue(kept[0]!);
-        else if (kept.length > 1) controller.enqueue(Buffer.concat(kept));
-      },
-      flush(controller) {
-        if (pending.length > 0) controller.enqueue(pending);
-      },
-    }),
-  );
+export function mayConcern(data: string, sessions: ReadonlyMap<string, unknown>): boolean {
+  for (let at = data.indexOf(SESSION_KEY); at >= 0; at = data.indexOf(SESSION_KEY, at + SESSION_KEY.length)) {
+    const open = at + SESSION_KEY.length;
+    if (data.charCodeAt(open) !== 58 /* : */ || data.charCodeAt(open + 1) !== 34 /* " */) return true;
+    const close = data.indexOf('"', open + 2);
+    if (close < 0) return true;
+    const id = data.slice(open + 2, close);
+    if (id.includes("\\") || sessions.has(id)) return true;
+  }
+  return false;
 }
-
-/** fetch for the event subscription: the response body without sync frames. */
-const eventFetch: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  if (!response.ok || response.body === null) return response;
-  return new Response(withoutSyncFrames(response.body), { status: response.status, statusText: response.statusText, headers: response.headers });
-};
 
 /** The session an OpenCode event belongs to (properties.sessionID | info.sessionID | part.sessionID). */
 export function sessionIdOf(event: { properties?: unknown }): string | undefined {
@@ -301,6 +282,7 @@ export class EventHub {
   #delivered = 0;
   #overflows = 0;
   #malformed = 0;
+  #unparsed = 0;
 
   constructor(opts: EventHubOptions) {
     this.#opts = opts;
@@ -348,6 +330,7 @@ export class EventHub {
       eventsDelivered: this.#delivered,
       overflows: this.#overflows,
       malformed: this.#malformed,
+      unparsed: this.#unparsed,
     };
   }
 
@@ -433,31 +416,32 @@ export class EventHub {
       this.#state = "connecting";
       let opened = false;
       let idleFired = false;
-      let sseError: unknown;
-      let idleTimer: NodeJS.Timeout | undefined;
-      const armIdle = (): void => {
-        if (idleTimer !== undefined) clearTimeout(idleTimer);
-        idleTimer = setTimeout(() => {
-          idleFired = true;
-          controller.abort();
-        }, this.#opts.idleTimeoutMs);
+      // Idle detection without touching a timer per frame: frames only stamp `lastFrame`; when the timer fires early
+      // (frames came in meanwhile) it is set again for the rest of the period.
+      const idleMs = this.#opts.idleTimeoutMs;
+      let lastFrame = performance.now();
+      let idleTimer: NodeJS.Timeout;
+      const onIdle = (): void => {
+        const quiet = performance.now() - lastFrame;
+        if (quiet < idleMs) {
+          idleTimer = setTimeout(onIdle, Math.max(1, Math.ceil(idleMs - quiet)));
+          return;
+        }
+        idleFired = true;
+        controller.abort();
       };
+      idleTimer = setTimeout(onIdle, idleMs);
       let failure: UpstreamError;
       try {
-        armIdle();
-        const { stream } = await sdk.globalEvent({
-          client: this.#opts.upstream.client,
-          signal: controller.signal,
-          headers: { accept: "text/event-stream" },
-          fetch: this.#opts.fetch ?? eventFetch,
-          // Reconnects are ours (backoff with jitter, typed errors); the generated client makes one attempt.
-          sseMaxRetryAttempts: 1,
-          onSseError: (error) => {
-            sseError = error;
-          },
-        });
-        for await (const frame of stream) {
-          armIdle();
+        const { url, headers } = this.#opts.upstream.eventStreamRequest();
+        const response = await openStream(url, headers, controller.signal);
+        const status = response.statusCode ?? 0;
+        if (status < 200 || status > 299) {
+          response.destroy();
+          throw new UpstreamError({ kind: "http", operation: "event-stream", status, detail: `SSE failed: ${status} ${response.statusMessage ?? ""}` });
+        }
+        const ended = this.#read(response, controller.signal, (data) => {
+          lastFrame = performance.now();
           this.#lastFrameAt = Date.now();
           if (!opened) {
             opened = true;
@@ -465,13 +449,24 @@ export class EventHub {
             attempt = 0;
             this.#onOpen();
           }
+          if (this.#wildcards.size === 0 && !mayConcern(data, this.#bySession)) {
+            this.#framesIn++;
+            this.#unparsed++;
+            return;
+          }
+          let frame: unknown;
+          try {
+            frame = JSON.parse(data);
+          } catch {
+            frame = data; // counted as malformed by #dispatch
+          }
           this.#dispatch(frame);
-        }
-        failure = this.#streamFailure(sseError, idleFired, opened);
+        });
+        failure = this.#streamFailure(await ended, idleFired, opened);
       } catch (error) {
         failure = this.#streamFailure(error, idleFired, opened);
       } finally {
-        if (idleTimer !== undefined) clearTimeout(idleTimer);
+        clearTimeout(idleTimer);
       }
       if (this.#stopped) break;
       this.#onDown(failure);
@@ -493,6 +488,22 @@ export class EventHub {
     this.#state = "stopped";
   }
 
+  /**
+   * Reads the event stream until it ends: the data of every frame but the `sync` ones goes to `onData`. Resolves
+   * with the error that ended the stream, or undefined when OpenCode (or our own abort) closed it.
+   */
+  #read(response: IncomingMessage, signal: AbortSignal, onData: (data: string) => void): Promise<unknown> {
+    const frames = new SseFrames(onData, SYNC_MARKER);
+    return new Promise((resolve) => {
+      response.on("data", (chunk: Buffer) => frames.push(chunk));
+      response.on("end", () => resolve(undefined));
+      response.on("error", (error) => resolve(signal.aborted ? undefined : error));
+      response.on("close", () =>
+        resolve(response.complete || signal.aborted ? undefined : Object.assign(new Error("the event stream connection closed"), { code: "UND_ERR_SOCKET" })),
+      );
+    });
+  }
+
   #streamFailure(error: unknown, idleFired: boolean, opened: boolean): UpstreamError {
     if (idleFired) {
       return new UpstreamError({
@@ -506,11 +517,6 @@ export class EventHub {
     }
     if (error === undefined) {
       return new UpstreamError({ kind: "unreachable", operation: "event-stream", detail: "OpenCode closed the event stream" });
-    }
-    // The generated SSE client reports a non-2xx answer as `SSE failed: <status> <text>`.
-    const status = error instanceof Error ? /^SSE failed: (\d{3})/.exec(error.message)?.[1] : undefined;
-    if (status !== undefined) {
-      return new UpstreamError({ kind: "http", operation: "event-stream", status: Number(status), detail: error instanceof Error ? error.message : String(error) });
     }
     return classifyThrown(error, "event-stream");
   }

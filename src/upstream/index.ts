@@ -123,6 +123,7 @@ export async function startUpstream(config: Config, log: Logger, opts: StartUpst
     },
     async stop() {
       await hub.stop();
+      client.close();
       await managed?.stop();
     },
   };

@@ -226,6 +226,21 @@ describe("EventHub", () => {
     expect(events(items).map((e) => (e.event.properties as { sessionID: string }).sessionID)).toEqual(["ses_dyn_a", "ses_dyn_b", "ses_dyn_b"]);
   });
 
+  it("leaves frames of sessions nobody follows unparsed while no wildcard subscriber is attached", async () => {
+    const { hub } = open(stub.url);
+    const sub = hub.subscribe({ sessions: ["ses_watched"] });
+    await sub.ready(5_000);
+    const before = hub.status();
+    emitFor("ses_not_watched", 5);
+    emitFor("ses_watched", 2);
+    const items = await collectUntil(sub, (i) => i.length === 2, 5_000);
+    expect(deltaText(items)).toBe("0,1,");
+    const after = hub.status();
+    expect(after.unparsed - before.unparsed).toBeGreaterThanOrEqual(5);
+    expect(after.eventsDelivered - before.eventsDelivered).toBe(2);
+    expect(after.malformed).toBe(before.malformed);
+  });
+
   it("ends a subscriber that falls behind its buffer limit with UPSTREAM_BACKPRESSURE, sparing the others", async () => {
     const { hub } = open(stub.url, {}, { bufferLimit: 16 });
     const slow = hub.subscribe({ sessions: ["ses_slow"] });

@@ -1,45 +1,68 @@
-// The event hub drops OpenCode's `sync` frames before parsing; every other frame passes byte for byte, whatever
-// the chunking.
+// The event hub parses OpenCode's SSE body with src/upstream/sse.ts straight from the socket's chunks: frames end
+// at a blank line (LF or CRLF), `data:` lines are joined, comments and data-less frames are skipped, `sync` frames
+// are dropped before parsing, and the result does not depend on how the bytes are chunked. The hub parses only the
+// frames that may concern a subscribed session (mayConcern).
 import { describe, expect, it } from "vitest";
-import { withoutSyncFrames } from "../../src/upstream/hub.js";
+import { mayConcern } from "../../src/upstream/hub.js";
+import { SseFrames } from "../../src/upstream/sse.js";
 
+const SYNC = '"payload":{"type":"sync"';
 const frame = (payload: unknown, directory?: string) => `data: ${JSON.stringify({ ...(directory ? { directory } : {}), payload })}\n\n`;
 
-async function run(input: string, chunkSize: number): Promise<string> {
-  const bytes = new TextEncoder().encode(input);
-  const chunks: Uint8Array[] = [];
-  for (let i = 0; i < bytes.length; i += chunkSize) chunks.push(bytes.slice(i, i + chunkSize));
-  const source = new ReadableStream<Uint8Array>({
-    start(controller) {
-      for (const c of chunks) controller.enqueue(c);
-      controller.close();
-    },
-  });
-  let out = "";
-  const decoder = new TextDecoder();
-  const reader = withoutSyncFrames(source).getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    out += decoder.decode(value, { stream: true });
-  }
-  return out + decoder.decode();
+function run(input: string, chunkSize: number, skip: string | null = SYNC): string[] {
+  const bytes = Buffer.from(input, "utf8");
+  const out: string[] = [];
+  const frames = new SseFrames((data) => out.push(data), skip ?? undefined);
+  for (let i = 0; i < bytes.length; i += chunkSize) frames.push(bytes.subarray(i, i + chunkSize));
+  return out;
 }
 
-describe("withoutSyncFrames", () => {
+describe("SseFrames", () => {
   const kept = [
-    frame({ type: "server.connected", properties: {} }),
-    frame({ id: "evt_1", type: "message.part.delta", properties: { sessionID: "ses_1", delta: "sync is just a word here" } }, "/w"),
-    frame({ id: "evt_3", type: "session.idle", properties: { sessionID: "ses_1" } }, "/w"),
+    { type: "server.connected", properties: {} },
+    { id: "evt_1", type: "message.part.delta", properties: { sessionID: "ses_1", delta: "sync is just a word here — ünïcode ✓" } },
+    { id: "evt_3", type: "session.idle", properties: { sessionID: "ses_1" } },
   ];
   const sync = frame({ type: "sync", syncEvent: { id: "evt_2", type: "session.updated.1", seq: 1, data: {} } }, "/w");
-  const input = kept[0]! + kept[1]! + sync + sync + kept[2]!;
+  const input = frame(kept[0]) + frame(kept[1], "/w") + sync + sync + ": keep-alive\n\n" + frame(kept[2], "/w");
+  const expected = [{ payload: kept[0] }, { directory: "/w", payload: kept[1] }, { directory: "/w", payload: kept[2] }];
 
-  it.each([1, 3, 7, 64, 4096])("drops sync frames and keeps the others intact (chunks of %i bytes)", async (size) => {
-    expect(await run(input, size)).toBe(kept.join(""));
+  it.each([1, 2, 3, 7, 64, 4096])("drops sync frames and comments and keeps the others intact (chunks of %i bytes)", (size) => {
+    expect(run(input, size).map((d) => JSON.parse(d) as unknown)).toEqual(expected);
   });
 
-  it("passes an unterminated tail through at the end", async () => {
-    expect(await run(`${kept[0]}data: {"partial"`, 5)).toBe(`${kept[0]}data: {"partial"`);
+  it.each([1, 5, 7, 4096])("reads CRLF and CR line ends like LF (chunks of %i bytes)", (size) => {
+    expect(run(input.replace(/\n/g, "\r\n"), size).map((d) => JSON.parse(d) as unknown)).toEqual(expected);
+    expect(run(input.replace(/\n/g, "\r"), size).map((d) => JSON.parse(d) as unknown)).toEqual(expected);
+    // LF first, CRLF from the middle of the stream on (the parser switches modes with a frame half read).
+    expect(run(input + input.replace(/\n/g, "\r\n"), size).map((d) => JSON.parse(d) as unknown)).toEqual([...expected, ...expected]);
+  });
+
+  it("joins multi-line data, ignores event/id/retry fields, and passes non-JSON data as text", () => {
+    const text = "event: message\nid: 7\nretry: 10\ndata: first\ndata:second\n\n\n\ndata: {\"a\":1}\n\n";
+    expect(run(text, 3, null)).toEqual(["first\nsecond", '{"a":1}']);
+  });
+
+  it("keeps every frame without a skip marker, and drops an unterminated frame at the end", () => {
+    expect(run(`${sync}${frame(kept[0])}data: {"partial"`, 5, null)).toEqual([JSON.stringify({ directory: "/w", payload: { type: "sync", syncEvent: { id: "evt_2", type: "session.updated.1", seq: 1, data: {} } } }), JSON.stringify({ payload: kept[0] })]);
+  });
+});
+
+describe("mayConcern (the hub's parse filter)", () => {
+  const subscribed = new Map([["ses_1", true]]);
+  const data = (payload: unknown) => JSON.stringify({ directory: "/w", payload });
+
+  it("is true for frames that name a subscribed session anywhere the router looks", () => {
+    expect(mayConcern(data({ type: "session.idle", properties: { sessionID: "ses_1" } }), subscribed)).toBe(true);
+    expect(mayConcern(data({ type: "message.updated", properties: { info: { id: "msg_1", sessionID: "ses_1" } } }), subscribed)).toBe(true);
+    expect(mayConcern(data({ type: "message.part.updated", properties: { part: { sessionID: "ses_2" }, sessionID: "ses_1" } }), subscribed)).toBe(true);
+  });
+
+  it("is false for frames without a subscribed session, and true whenever a plain scan cannot tell", () => {
+    expect(mayConcern(data({ type: "session.idle", properties: { sessionID: "ses_2" } }), subscribed)).toBe(false);
+    expect(mayConcern(data({ type: "server.heartbeat", properties: {} }), subscribed)).toBe(false);
+    expect(mayConcern(data({ type: "message.part.delta", properties: { sessionID: "ses_2", delta: '"sessionID":"ses_1"' } }), subscribed)).toBe(false);
+    expect(mayConcern('{"payload":{"properties":{"sessionID" : "ses_1"}}}', subscribed)).toBe(true);
+    expect(mayConcern('{"payload":{"properties":{"sessionID":"ses\\u005f1"}}}', subscribed)).toBe(true);
   });
 });

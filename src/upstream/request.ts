@@ -1,0 +1,134 @@
+// The generated client's request cycle (generated/opencode/client/client.gen.ts `request`) on ./transport.ts.
+//
+// Every upstream call still goes through a generated SDK function, which names the route, fills the path, query
+// and body, and calls `client.get/post/…` of the client it is given. UpstreamClient gives it the generated client
+// with those methods replaced by `request` below: the same steps with the generated helpers (header merge, body
+// serializer, URL and query building, content-type based parsing, error bodies, responseStyle, throwOnError), but
+// no WHATWG Request, no fetch and no body streams. The result has the generated shape `{ data | error, response }`;
+// `response` is a body-less Response carrying the status and headers (the body is already parsed into data/error).
+// Anything this path does not cover — request/response/error interceptors, auth (`security`), validators,
+// transformers, a per-call `fetch`, a body that is not text or bytes — runs on the generated request unchanged.
+import { buildUrl, getParseAs } from "../../generated/opencode/client/utils.gen.js";
+import type { Client, Config } from "../../generated/opencode/client/index.js";
+import { getValidRequestBody } from "../../generated/opencode/core/utils.gen.js";
+import type { HttpAnswer, HttpTransport } from "./transport.js";
+
+type Options = Config & {
+  url: string;
+  method?: string;
+  body?: unknown;
+  path?: Record<string, unknown>;
+  query?: Record<string, unknown>;
+  signal?: AbortSignal | null;
+  security?: unknown;
+  responseStyle?: "data" | "fields";
+  throwOnError?: boolean;
+};
+
+const utf8 = new TextDecoder();
+const METHODS = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"] as const;
+
+type HeaderValue = string | number | boolean | (string | number | boolean)[] | null | undefined | Record<string, unknown>;
+
+/** generated mergeHeaders (lower-cased names, null deletes, arrays repeat, objects as JSON) into a plain object. */
+function mergeHeaders(into: Record<string, string>, headers: unknown): void {
+  if (headers === undefined || headers === null) return;
+  const entries: [string, HeaderValue][] = [];
+  if (headers instanceof Headers) headers.forEach((value, name) => entries.push([name, value]));
+  else entries.push(...Object.entries(headers as Record<string, HeaderValue>));
+  for (const [name, value] of entries) {
+    const key = name.toLowerCase();
+    if (value === null) delete into[key];
+    else if (Array.isArray(value)) for (const v of value) into[key] = into[key] === undefined ? String(v) : `${into[key]}, ${String(v)}`;
+    else if (value !== undefined) into[key] = typeof value === "object" ? JSON.stringify(value) : String(value);
+  }
+}
+
+function hasInterceptors(client: Client): boolean {
+  const { request, response, error } = client.interceptors;
+  return request.fns.some(Boolean) || response.fns.some(Boolean) || error.fns.some(Boolean);
+}
+
+/** The body-less Response the result carries (status and headers as received). */
+function responseOf(answer: HttpAnswer): Response {
+  const headers = new Headers();
+  for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) headers.append(answer.rawHeaders[i]!, answer.rawHeaders[i + 1]!);
+  return new Response(null, { status: answer.status, statusText: answer.statusText, headers });
+}
+
+/** The answer's body as `parseAs` (generated semantics; the rare kinds go through a Response that holds the bytes). */
+async function parse(answer: HttpAnswer, response: Response, parseAs: string): Promise<unknown> {
+  const empty = answer.status === 204 || response.headers.get("Content-Length") === "0";
+  if (parseAs === "json") {
+    if (empty) return {};
+    const text = utf8.decode(answer.body);
+    return text ? JSON.parse(text) : {};
+  }
+  if (parseAs === "text") return empty ? "" : utf8.decode(answer.body);
+  if (parseAs === "formData" && empty) return new FormData();
+  const nullBody = answer.status === 204 || answer.status === 205 || answer.status === 304;
+  const withBody = new Response(nullBody ? null : new Uint8Array(answer.body), { status: answer.status, headers: response.headers });
+  switch (parseAs) {
+    case "arrayBuffer":
+      return withBody.arrayBuffer();
+    case "blob":
+      return withBody.blob();
+    case "formData":
+      return withBody.formData();
+    case "stream":
+      return withBody.body;
+    default:
+      return undefined;
+  }
+}
+
+/** `client` with its request methods running on `transport` (see the header). */
+export function onTransport(client: Client, transport: HttpTransport): Client {
+  const request = async (options: Options): Promise<unknown> => {
+    if (options.fetch !== undefined || hasInterceptors(client)) return client.request(options as never);
+    const config = client.getConfig();
+    const opts: Options = { ...config, ...options };
+    if (opts.security !== undefined || opts.requestValidator !== undefined || opts.responseValidator !== undefined || opts.responseTransformer !== undefined) {
+      return client.request(options as never);
+    }
+    const headers: Record<string, string> = {};
+    mergeHeaders(headers, config.headers);
+    mergeHeaders(headers, options.headers);
+    let serializedBody: unknown;
+    if (opts.body !== undefined && opts.bodySerializer) serializedBody = opts.bodySerializer(opts.body);
+    if (opts.body === undefined || serializedBody === "") delete headers["content-type"];
+    const body = getValidRequestBody({ body: opts.body, bodySerializer: opts.bodySerializer ?? null, serializedBody });
+    if (body !== undefined && body !== null && typeof body !== "string" && !(body instanceof Uint8Array)) return client.request(options as never);
+    const url = buildUrl(opts as never);
+    const method = (opts.method ?? "GET").toUpperCase();
+
+    let answer: HttpAnswer;
+    let response: Response;
+    try {
+      answer = await transport.request(url, method, headers, body ?? undefined, opts.signal ?? undefined);
+      response = responseOf(answer);
+    } catch (error) {
+      const failure = error || {};
+      if (opts.throwOnError) throw failure;
+      return opts.responseStyle === "data" ? undefined : { error: failure, response: undefined };
+    }
+
+    if (response.ok) {
+      const parseAs = (opts.parseAs === "auto" ? getParseAs(response.headers.get("Content-Type")) : opts.parseAs) ?? "json";
+      const data = await parse(answer, response, parseAs);
+      return opts.responseStyle === "data" ? data : { data, response };
+    }
+    const textError = utf8.decode(answer.body);
+    let jsonError: unknown;
+    try {
+      jsonError = JSON.parse(textError);
+    } catch {
+      // not JSON: the text is the error
+    }
+    const failure = (jsonError ?? textError) || {};
+    if (opts.throwOnError) throw failure;
+    return opts.responseStyle === "data" ? undefined : { error: failure, response };
+  };
+  const methods = Object.fromEntries(METHODS.map((m) => [m.toLowerCase(), (options: Options) => request({ ...options, method: m })]));
+  return { ...client, ...methods, request } as unknown as Client;
+}

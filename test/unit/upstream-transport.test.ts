@@ -1,0 +1,161 @@
+// src/upstream/request.ts + transport.ts: the generated client's request cycle on node:http must answer exactly as
+// the generated client on fetch does (data / error / status / headers), for every content type and status class;
+// plus the transport's own duties: decoding compressed answers, no retries, aborts and connection failures shaped
+// like fetch's.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import zlib from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../../generated/opencode/client/index.js";
+import * as sdk from "../../generated/opencode/sdk.gen.js";
+import { onTransport } from "../../src/upstream/request.js";
+import { HttpTransport } from "../../src/upstream/transport.js";
+
+type Answer = { status: number; type?: string; body?: string | Buffer; headers?: Record<string, string> };
+const answers = new Map<string, Answer>();
+const seen: { method: string; url: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+let server: http.Server;
+let base: string;
+/** Sockets on which the next request is answered by closing the connection (a stale keep-alive socket). */
+const dropNextOn = new Set<unknown>();
+const requestsOn = new WeakMap<object, number>();
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const count = (requestsOn.get(req.socket) ?? 0) + 1;
+      requestsOn.set(req.socket, count);
+      if (count > 1 && dropNextOn.has("all")) {
+        req.socket.destroy();
+        return;
+      }
+      seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString() });
+      const a = answers.get(`${req.method} ${(req.url ?? "").split("?")[0]}`) ?? { status: 404, type: "application/json", body: '{"name":"NotFoundError","data":{"message":"no"}}' };
+      res.statusCode = a.status;
+      if (a.type !== undefined) res.setHeader("content-type", a.type);
+      for (const [k, v] of Object.entries(a.headers ?? {})) res.setHeader(k, v);
+      res.end(a.body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+function clients() {
+  const generated = createClient({ baseUrl: base, headers: { accept: "application/json", authorization: "Basic eDp5" } });
+  const transport = new HttpTransport();
+  return { generated, lean: onTransport(generated, transport), transport };
+}
+
+/** What a caller can observe of a result. */
+async function observe(p: Promise<unknown>) {
+  const r = (await p) as { data?: unknown; error?: unknown; response?: Response };
+  return {
+    data:
+      r.data instanceof Blob
+        ? `blob:${r.data.type}:${await r.data.text()}`
+        : r.data instanceof ReadableStream
+          ? `stream:${await new Response(r.data).text()}`
+          : r.data,
+    error: r.error,
+    status: r.response?.status,
+    ok: r.response?.ok,
+    cursor: r.response?.headers.get("x-next-cursor"),
+    type: r.response?.headers.get("content-type"),
+  };
+}
+
+describe("the generated request cycle on node:http", () => {
+  const cases: [string, string, Answer, (c: ReturnType<typeof createClient>) => Promise<unknown>][] = [
+    ["JSON object", "GET /session/ses_1", { status: 200, type: "application/json", body: '{"id":"ses_1","title":"t"}' }, (c) => sdk.sessionGet({ client: c, path: { sessionID: "ses_1" }, query: { directory: "/w x/ü" } })],
+    ["JSON with charset and a paging header", "GET /session/ses_1/message", { status: 200, type: "application/json; charset=utf-8", body: "[1,2]", headers: { "x-next-cursor": "abc" } }, (c) => sdk.sessionMessages({ client: c, path: { sessionID: "ses_1" }, query: { limit: 2 } })],
+    ["204", "POST /session/ses_1/prompt_async", { status: 204 }, (c) => sdk.sessionPromptAsync({ client: c, path: { sessionID: "ses_1" }, body: { parts: [{ type: "text", text: "hi ✓" }] } })],
+    ["200 with Content-Length 0", "POST /session/ses_1/abort", { status: 200, type: "application/json", body: "" }, (c) => sdk.sessionAbort({ client: c, path: { sessionID: "ses_1" } })],
+    ["empty chunked JSON body", "GET /session/status", { status: 200, type: "application/json", body: "", headers: { "transfer-encoding": "chunked" } }, (c) => sdk.sessionStatus({ client: c })],
+    ["text", "GET /global/health", { status: 200, type: "text/plain", body: "hello" }, (c) => sdk.globalHealth({ client: c })],
+    ["no content type (stream)", "GET /command", { status: 200, body: "raw" }, (c) => sdk.commandList({ client: c })],
+    ["blob", "GET /project", { status: 200, type: "application/octet-stream", body: "bytes" }, (c) => sdk.projectList({ client: c })],
+    ["UTF-8 BOM in JSON", "GET /project/current", { status: 200, type: "application/json", body: '\uFEFF{"a":"é"}' }, (c) => sdk.projectCurrent({ client: c })],
+    ["JSON error", "POST /session", { status: 400, type: "application/json", body: '{"name":"BadRequest","data":{"message":"bad"}}' }, (c) => sdk.sessionCreate({ client: c, body: { title: "x" } })],
+    ["text error", "GET /session/ses_1/children", { status: 502, type: "text/html", body: "<html>proxy</html>" }, (c) => sdk.sessionChildren({ client: c, path: { sessionID: "ses_1" } })],
+    ["empty error", "GET /session/ses_1/todo", { status: 500 }, (c) => sdk.sessionTodo({ client: c, path: { sessionID: "ses_1" } })],
+    ["JSON null error", "GET /session/ses_1/diff", { status: 409, type: "application/json", body: "null" }, (c) => sdk.sessionDiff({ client: c, path: { sessionID: "ses_1" } })],
+  ];
+
+  it.each(cases)("%s: same data, error, status and headers as the generated client on fetch", async (_label, route, answer, call) => {
+    const { generated, lean, transport } = clients();
+    answers.set(route, answer);
+    const onFetch = await observe(call(generated));
+    const sentOnFetch = seen.at(-1)!;
+    const onNode = await observe(call(lean));
+    const sentOnNode = seen.at(-1)!;
+    expect(`${sentOnFetch.method} ${sentOnFetch.url.split("?")[0]}`).toBe(route);
+    expect(onNode).toEqual(onFetch);
+    // The same request: method, URL (path and query), body and the headers that matter.
+    expect(sentOnNode.method).toBe(sentOnFetch.method);
+    expect(sentOnNode.url).toBe(sentOnFetch.url);
+    expect(sentOnNode.body).toBe(sentOnFetch.body);
+    for (const h of ["authorization", "accept", "content-type"]) expect(sentOnNode.headers[h]).toEqual(sentOnFetch.headers[h]);
+    // …and it really went through node:http (fetch adds its own request headers).
+    expect(sentOnFetch.headers["sec-fetch-mode"]).toBe("cors");
+    expect(sentOnNode.headers["sec-fetch-mode"]).toBeUndefined();
+    transport.close();
+  });
+
+  it("throwOnError and responseStyle behave as in the generated client", async () => {
+    const { generated, lean, transport } = clients();
+    answers.set("GET /session/ses_2", { status: 404, type: "application/json", body: '{"name":"NotFoundError"}' });
+    await expect(sdk.sessionGet({ client: lean, path: { sessionID: "ses_2" }, throwOnError: true })).rejects.toEqual({ name: "NotFoundError" });
+    answers.set("GET /session/ses_3", { status: 200, type: "application/json", body: '{"id":"ses_3"}' });
+    const data = await lean.get({ url: "/session/{sessionID}", path: { sessionID: "ses_3" }, responseStyle: "data" });
+    expect(data).toEqual(await generated.get({ url: "/session/{sessionID}", path: { sessionID: "ses_3" }, responseStyle: "data" }));
+    transport.close();
+  });
+});
+
+describe("HttpTransport", () => {
+  it("decodes gzip, deflate and br answers", async () => {
+    const transport = new HttpTransport();
+    const json = '{"ok":true}';
+    for (const [encoding, body] of [["gzip", zlib.gzipSync(json)], ["deflate", zlib.deflateSync(json)], ["br", zlib.brotliCompressSync(json)]] as const) {
+      answers.set("GET /enc", { status: 200, type: "application/json", body, headers: { "content-encoding": encoding } });
+      const answer = await transport.request(`${base}/enc`, "GET", {}, undefined);
+      expect(answer.body.toString()).toBe(json);
+    }
+    transport.close();
+  });
+
+  it("fails like fetch: refused connections carry the code, aborts reject with the signal's reason", async () => {
+    const transport = new HttpTransport();
+    const refused = await transport.request("http://127.0.0.1:1/x", "GET", {}, undefined).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TypeError);
+    expect((refused as TypeError).message).toBe("fetch failed");
+    expect(((refused as TypeError).cause as { code?: string }).code).toBe("ECONNREFUSED");
+    const controller = new AbortController();
+    const reason = new DOMException("upstream call timed out", "TimeoutError");
+    controller.abort(reason);
+    await expect(transport.request(`${base}/x`, "GET", {}, undefined, controller.signal)).rejects.toBe(reason);
+    transport.close();
+  });
+
+  it("never retries: a connection dropped before the answer fails the call, even on a reused socket", async () => {
+    const transport = new HttpTransport();
+    answers.set("GET /ka", { status: 200, type: "application/json", body: "1" });
+    expect((await transport.request(`${base}/ka`, "GET", {}, undefined)).status).toBe(200);
+    dropNextOn.add("all"); // the server now drops every later request on a connection
+    try {
+      const dropped = await transport.request(`${base}/ka`, "GET", {}, undefined).catch((e: unknown) => e);
+      expect(dropped).toBeInstanceOf(TypeError);
+      expect(((dropped as TypeError).cause as { code?: string }).code).toBe("ECONNRESET");
+    } finally {
+      dropNextOn.clear();
+      transport.close();
+    }
+  });
+});
