@@ -241,6 +241,21 @@ export class StreamMapper {
     return this.#terminal;
   }
 
+  /** The upstream event types push() reads; the runtime subscribes to these only. */
+  static readonly EVENT_TYPES: ReadonlySet<string> = new Set([
+    "message.updated",
+    "message.part.updated",
+    "message.part.delta",
+    "session.status",
+    "session.idle",
+    "session.error",
+    "permission.asked",
+    "question.asked",
+    "permission.replied",
+    "question.replied",
+    "question.rejected",
+  ]);
+
   /** Feeds one upstream event; returns what to publish, in order. */
   push(event: OpencodeEvent): MapperOutput[] {
     const out: MapperOutput[] = [];

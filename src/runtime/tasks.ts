@@ -277,7 +277,8 @@ export class TaskRuntime {
         : await this.opts.sessions.resolve(principal, contextId, metadata, routing, sessionTitle(message));
 
     const taskId = randomUUID();
-    const userMessage: Message = { ...structuredClone(message), taskId, contextId, role: "user" };
+    // The message was decoded from this request alone (nothing else holds it): kept as is, no copy.
+    const userMessage: Message = { ...message, taskId, contextId, role: "user" };
     const task: Task = {
       id: taskId,
       contextId,
@@ -363,7 +364,7 @@ export class TaskRuntime {
     let sub: Subscription | undefined;
     const timers: NodeJS.Timeout[] = [];
     try {
-      sub = this.opts.hub.subscribe({ sessions: [sessionId] });
+      sub = this.opts.hub.subscribe({ sessions: [sessionId], types: StreamMapper.EVENT_TYPES });
       await sub.ready(10_000);
       const mapper = new StreamMapper({
         taskId: live.task.id,

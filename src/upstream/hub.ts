@@ -6,7 +6,8 @@
 // directory (metadata.opencode.directory) or a workspace arrive on the same connection. With `/event` the
 // gateway would need one connection per directory in use. The price is the `sync` frames the global stream also
 // carries (event-sourcing copies of the same events), which are dropped before parsing. While no wildcard
-// subscriber is attached, frames that name no subscribed session are not parsed either (`mayConcern`).
+// subscriber is attached, frames that name no subscribed session are not parsed either (`mayConcern`), nor those
+// of an event type no session subscriber asked for (`frameType`: a task's turn wants only what its mapper reads).
 //
 // Transport: the stream is read on a node:http connection of its own and parsed by ./sse.ts straight from the
 // socket's chunks (no fetch, no web streams: the hub sits on the path of every event of every turn). Its URL and
@@ -75,6 +76,11 @@ export interface SubscribeOptions {
   /** Counts against OPENCODE_MAX_CONCURRENT_STREAMS (an A2A stream); throws UPSTREAM_BACKPRESSURE when full. */
   stream?: boolean;
   bufferLimit?: number;
+  /**
+   * Session subscribers only: the event types to receive (default all). Frames of other types are not delivered,
+   * and while no subscriber wants them and no wildcard subscriber is attached they are not even parsed.
+   */
+  types?: ReadonlySet<string>;
 }
 
 export type HubState = "idle" | "connecting" | "open" | "backoff" | "stopped";
@@ -92,7 +98,7 @@ export interface HubStatus {
   eventsDelivered: number;
   overflows: number;
   malformed: number;
-  /** Frames left unparsed: no wildcard subscriber, and they name no subscribed session. */
+  /** Frames left unparsed: no wildcard subscriber, and they name no subscribed session or no wanted type. */
   unparsed: number;
 }
 
@@ -100,6 +106,9 @@ export interface HubStatus {
 const SYNC_MARKER = '"payload":{"type":"sync"';
 
 const SESSION_KEY = '"sessionID"';
+const PAYLOAD_KEY = '"payload":{';
+const ID_KEY = '"id":"';
+const TYPE_KEY = '"type":"';
 
 /**
  * Whether a raw frame may concern one of `sessions`: it names one of them as a `"sessionID"` value, or names one in a
@@ -117,6 +126,30 @@ export function mayConcern(data: string, sessions: ReadonlyMap<string, unknown>)
     if (id.includes("\\") || sessions.has(id)) return true;
   }
   return false;
+}
+
+/**
+ * The event type of a raw /global/event frame when it can be read without parsing: the payload object opens with
+ * its `type`, or with an `id` string and then its `type` (OpenCode's key order). Anything else → undefined (the
+ * caller parses the frame).
+ */
+export function frameType(data: string): string | undefined {
+  let at = data.indexOf(PAYLOAD_KEY);
+  if (at < 0) return undefined;
+  at += PAYLOAD_KEY.length;
+  if (data.startsWith(ID_KEY, at)) {
+    const close = data.indexOf('"', at + ID_KEY.length);
+    if (close < 0 || data.charCodeAt(close - 1) === 92 /* \ */) return undefined;
+    at = close + 1;
+    if (data.charCodeAt(at) !== 44 /* , */) return undefined;
+    at++;
+  }
+  if (!data.startsWith(TYPE_KEY, at)) return undefined;
+  const start = at + TYPE_KEY.length;
+  const close = data.indexOf('"', start);
+  if (close < 0) return undefined;
+  const type = data.slice(start, close);
+  return type.includes("\\") ? undefined : type;
 }
 
 /** The session an OpenCode event belongs to (properties.sessionID | info.sessionID | part.sessionID). */
@@ -144,6 +177,7 @@ export class Subscription implements AsyncIterable<HubItem> {
     readonly directory: string | undefined,
     readonly stream: boolean,
     readonly bufferLimit: number,
+    readonly types: ReadonlySet<string> | undefined,
   ) {}
 
   get closed(): boolean {
@@ -264,6 +298,10 @@ export class EventHub {
   readonly #bySession = new Map<string, Set<Subscription>>();
   readonly #wildcards = new Set<Subscription>();
   readonly #subscribers = new Set<Subscription>();
+  /** Session subscribers without a type filter; while there are none (and no wildcard), #wanted decides parsing. */
+  #allTypes = 0;
+  /** How many filtered session subscribers want each type. */
+  readonly #wanted = new Map<string, number>();
   #streams = 0;
   #state: HubState = "idle";
   #stopped = false;
@@ -347,8 +385,11 @@ export class EventHub {
         retryAfterSeconds: 1,
       });
     }
-    const sub = new Subscription(this, opts.all === true, opts.directory, stream, opts.bufferLimit ?? this.#opts.bufferLimit);
+    const types = opts.all === true ? undefined : opts.types;
+    const sub = new Subscription(this, opts.all === true, opts.directory, stream, opts.bufferLimit ?? this.#opts.bufferLimit, types);
     this.#subscribers.add(sub);
+    if (types === undefined) this.#allTypes++;
+    else for (const t of types) this.#wanted.set(t, (this.#wanted.get(t) ?? 0) + 1);
     if (stream) this.#streams++;
     if (sub.all) this.#wildcards.add(sub);
     for (const id of opts.sessions ?? []) sub.addSession(id);
@@ -404,6 +445,13 @@ export class EventHub {
     if (!this.#subscribers.delete(sub)) return;
     if (sub.failure !== undefined) this.#overflows++;
     if (sub.stream) this.#streams--;
+    if (sub.types === undefined) this.#allTypes--;
+    else
+      for (const t of sub.types) {
+        const n = (this.#wanted.get(t) ?? 0) - 1;
+        if (n > 0) this.#wanted.set(t, n);
+        else this.#wanted.delete(t);
+      }
     this.#wildcards.delete(sub);
     for (const id of sub.sessions) this._unindex(sub, id);
   }
@@ -449,7 +497,7 @@ export class EventHub {
             attempt = 0;
             this.#onOpen();
           }
-          if (this.#wildcards.size === 0 && !mayConcern(data, this.#bySession)) {
+          if (this.#wildcards.size === 0 && (!mayConcern(data, this.#bySession) || (this.#allTypes === 0 && !this.#wants(data)))) {
             this.#framesIn++;
             this.#unparsed++;
             return;
@@ -546,6 +594,12 @@ export class EventHub {
     for (const sub of [...this.#subscribers]) sub._push(item);
   }
 
+  /** A frame some filtered subscriber may want: its type is wanted, or cannot be read without parsing. */
+  #wants(data: string): boolean {
+    const type = frameType(data);
+    return type === undefined || this.#wanted.has(type);
+  }
+
   #dispatch(frame: unknown): void {
     this.#framesIn++;
     // /global/event frames: { directory?, project?, payload: { id, type, properties } }
@@ -563,6 +617,7 @@ export class EventHub {
       const subs = this.#bySession.get(sessionId);
       if (subs !== undefined) {
         for (const sub of subs) {
+          if (sub.types !== undefined && !sub.types.has(type)) continue;
           sub._push(item);
           this.#delivered++;
         }

@@ -241,6 +241,29 @@ describe("EventHub", () => {
     expect(after.malformed).toBe(before.malformed);
   });
 
+  it("delivers only the event types a session subscriber asked for, and leaves the others unparsed", async () => {
+    const { hub } = open(stub.url);
+    const filtered = hub.subscribe({ sessions: ["ses_typed"], types: new Set(["session.idle"]) });
+    await filtered.ready(5_000);
+    const before = hub.status();
+    emitFor("ses_typed", 3); // message.part.delta frames: not wanted
+    stub.emit({ type: "session.updated", properties: { sessionID: "ses_typed", info: { id: "ses_typed" } } });
+    stub.emit({ type: "session.idle", properties: { sessionID: "ses_typed" } });
+    const items = await collectUntil(filtered, untilEvent("session.idle"), 5_000);
+    expect(events(items).map((e) => e.event.type)).toEqual(["session.idle"]);
+    const mid = hub.status();
+    expect(mid.unparsed - before.unparsed).toBeGreaterThanOrEqual(4);
+    expect(mid.eventsDelivered - before.eventsDelivered).toBe(1);
+    // An unfiltered subscriber of the same session gets everything again (and the filtered one still only its type).
+    const everything = hub.subscribe({ sessions: ["ses_typed"] });
+    emitFor("ses_typed", 2);
+    stub.emit({ type: "session.idle", properties: { sessionID: "ses_typed" } });
+    expect(deltaText(await collectUntil(everything, untilEvent("session.idle"), 5_000))).toBe("0,1,");
+    expect(events(await collectUntil(filtered, untilEvent("session.idle"), 5_000)).map((e) => e.event.type)).toEqual(["session.idle"]);
+    everything.close();
+    filtered.close();
+  });
+
   it("ends a subscriber that falls behind its buffer limit with UPSTREAM_BACKPRESSURE, sparing the others", async () => {
     const { hub } = open(stub.url, {}, { bufferLimit: 16 });
     const slow = hub.subscribe({ sessions: ["ses_slow"] });

@@ -3,7 +3,7 @@
 // are dropped before parsing, and the result does not depend on how the bytes are chunked. The hub parses only the
 // frames that may concern a subscribed session (mayConcern).
 import { describe, expect, it } from "vitest";
-import { mayConcern } from "../../src/upstream/hub.js";
+import { frameType, mayConcern } from "../../src/upstream/hub.js";
 import { SseFrames } from "../../src/upstream/sse.js";
 
 const SYNC = '"payload":{"type":"sync"';
@@ -64,5 +64,21 @@ describe("mayConcern (the hub's parse filter)", () => {
     expect(mayConcern(data({ type: "message.part.delta", properties: { sessionID: "ses_2", delta: '"sessionID":"ses_1"' } }), subscribed)).toBe(false);
     expect(mayConcern('{"payload":{"properties":{"sessionID" : "ses_1"}}}', subscribed)).toBe(true);
     expect(mayConcern('{"payload":{"properties":{"sessionID":"ses\\u005f1"}}}', subscribed)).toBe(true);
+  });
+});
+
+describe("frameType (the hub's type filter)", () => {
+  it("reads the payload type of OpenCode's key order without parsing", () => {
+    expect(frameType(JSON.stringify({ directory: "/w", project: "p", payload: { id: "evt_1", type: "session.updated", properties: {} } }))).toBe("session.updated");
+    expect(frameType(JSON.stringify({ payload: { type: "session.idle", properties: { sessionID: "s" } } }))).toBe("session.idle");
+  });
+
+  it("gives up (undefined: the frame is parsed) on any other shape", () => {
+    expect(frameType(JSON.stringify({ payload: { properties: { type: "session.idle" }, type: "message.updated" } }))).toBeUndefined();
+    expect(frameType('{"payload":{"id":"evt\\"x","type":"session.idle"}}')).toBeUndefined();
+    expect(frameType('{"payload":{"type":"session\\u002eidle"}}')).toBeUndefined();
+    expect(frameType('{"payload": {"type":"session.idle"}}')).toBeUndefined();
+    expect(frameType('{"payload":{"type":"session.idle')).toBeUndefined();
+    expect(frameType("not json")).toBeUndefined();
   });
 });
