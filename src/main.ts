@@ -51,7 +51,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   const bound = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
   const gateway = await createGateway(config, log, { upstream, credentials });
-  server.on("request", gateway.app.callback());
+  server.on("request", gateway.handler);
   log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion, upstream: upstream.mode }, "opencode-a2a listening");
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
   process.stdout.write(`opencode-a2a listening on ${bound}\n`);

@@ -1,4 +1,5 @@
 // Koa app assembly: every middleware does one thing, composed here in one visible order.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import Koa from "koa";
 import Router from "@koa/router";
 import compress from "koa-compress";
@@ -13,7 +14,7 @@ import { AccessLimits } from "../auth/limits.js";
 import { catalogRoutes } from "../contract/routes.js";
 import type { DeploymentFacts } from "../discovery/contract.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
-import { createJsonRpcEndpoint } from "../transport/jsonrpc/index.js";
+import { createJsonRpcEndpoint, koaExchange } from "../transport/jsonrpc/index.js";
 import { koaPath, registerRestRoutes } from "../transport/rest/index.js";
 import type { StreamBudget } from "../transport/sse.js";
 import { Discovery } from "./discovery.js";
@@ -21,7 +22,8 @@ import { authentication } from "./middleware/auth.js";
 import { auditTrail } from "./middleware/audit.js";
 import { AuditRecorder, registerAuditRoutes } from "../audit/index.js";
 import { MemoryAuditStore } from "../storage/audit.js";
-import { defaultAllowedHosts, hostGuard, originGuard } from "./middleware/origins.js";
+import { defaultAllowedHosts, hostCheck, hostGuard, originCheck, originGuard } from "./middleware/origins.js";
+import { jsonRpcEdge } from "./jsonrpc-edge.js";
 import { requestBody } from "./middleware/body.js";
 import { errorBoundary } from "./middleware/errors.js";
 import { versionNegotiation } from "./middleware/version.js";
@@ -34,7 +36,10 @@ import { openStorage, sessionRecordsView, type Storage } from "../storage/index.
 import type { RequestState } from "./state.js";
 
 export interface Gateway {
+  /** The Koa app: serves every route, `POST /` included. */
   app: Koa;
+  /** What the HTTP server runs: `POST /` through the JSON-RPC edge (no Koa on the hot path), the rest through `app`. */
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
   router: Router;
   registry: ReadonlyMap<string, MethodHandler>;
   discovery: Discovery;
@@ -202,7 +207,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   // JSON-RPC is registered with the router (which mirrors the catalog) and also mounted in front of it, so the hot
   // path skips the REST route walk.
-  const jsonrpc = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget });
+  const endpoint = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget });
+  const jsonrpc = (ctx: Koa.Context): Promise<void> => endpoint(koaExchange(ctx));
   router.post("/", jsonrpc);
   registerRestRoutes(router, { catalog, registry, limits, streamBudget });
 
@@ -212,7 +218,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   if (config.auditEnabled) app.use(auditTrail(recorder));
   app.use(errorBoundary(log));
   app.use(versionNegotiation(config.defaultLine));
-  app.use(hostGuard(config.allowedHosts.length ? config.allowedHosts : defaultAllowedHosts(config.publicUrl, config.host!)));
+  const allowedHosts = config.allowedHosts.length ? config.allowedHosts : defaultAllowedHosts(config.publicUrl, config.host!);
+  app.use(hostGuard(allowedHosts));
   app.use(
     compress({
       threshold: config.gzipMinimumSize,
@@ -220,6 +227,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       gzip: true,
       deflate: false,
       br: false,
+      zstd: false,
     }),
   );
   app.use(originGuard(config.allowedOrigins, config.publicUrl, routes));
@@ -237,8 +245,35 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       }, { headers: { Allow: allowed.join(", ") } });
     throw new A2AError("ROUTE_NOT_FOUND", `No route ${ctx.method} ${ctx.path}`, { path: ctx.path, method: ctx.method });
   });
+  const rpcRoute = routes("POST", "/").route;
+  const edge = jsonRpcEdge({
+    defaultLine: config.defaultLine,
+    checkHost: hostCheck(allowedHosts),
+    checkOrigin: originCheck(config.allowedOrigins, config.publicUrl),
+    resolver: auth,
+    maxBodyBytes: config.maxRequestBodyBytes,
+    gzipThreshold: config.gzipMinimumSize,
+    recorder: config.auditEnabled ? recorder : undefined,
+    routeName: rpcRoute ? `${rpcRoute.verb} ${rpcRoute.path}` : "POST /",
+    log,
+    endpoint,
+  });
+  const koa = app.callback();
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    if (req.method === "POST") {
+      const url = req.url ?? "";
+      const q = url.indexOf("?");
+      // Origin-form targets only (what clients send); anything else is left to Koa's URL handling.
+      if (url.charCodeAt(0) === 47 /* / */ && (q < 0 ? url.length === 1 : q === 1)) {
+        edge(req, res, q < 0 ? "" : url.slice(q + 1));
+        return;
+      }
+    }
+    void koa(req, res);
+  };
   return {
     app,
+    handler,
     router,
     registry,
     discovery,

@@ -4,8 +4,10 @@
 // writes `data: <json>\n\n` with backpressure, sends a comment heartbeat while idle, ends the response after the
 // last event, and tells the stream when the client went away. Budgets (bytes, duration, idle time) end a stream with
 // one clean STREAM_BUDGET_EXCEEDED error event; the task itself goes on and can be resubscribed.
-import { PassThrough } from "node:stream";
-import type { Context } from "koa";
+//
+// It writes to the raw response (headers already set on it are kept): the JSON-RPC edge has no Koa context, and
+// a Koa route hands over with `ctx.respond = false`.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { A2AError } from "../contract/errors.js";
 import type { EventStream } from "../operations/stream.js";
 
@@ -29,15 +31,15 @@ function budgetError(budget: "bytes" | "duration" | "idle", limit: number, detai
 
 const HEARTBEAT_MS = 15_000;
 
-export function sendEventStream(ctx: Context, stream: EventStream, framing: SseFraming, budget: StreamBudget = NO_BUDGET): void {
-  const body = new PassThrough();
-  ctx.status = 200;
-  ctx.type = "text/event-stream";
-  ctx.set("Cache-Control", "no-cache, no-transform");
-  ctx.set("Connection", "keep-alive");
-  ctx.set("X-Accel-Buffering", "no");
-  ctx.body = body;
-  ctx.req.socket.setNoDelay(true);
+export function sendEventStream(req: IncomingMessage, res: ServerResponse, stream: EventStream, framing: SseFraming, budget: StreamBudget = NO_BUDGET): void {
+  res.writeHead(200, {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-cache, no-transform",
+    Connection: "keep-alive",
+    "X-Accel-Buffering": "no",
+  });
+  res.flushHeaders();
+  req.socket.setNoDelay(true);
 
   let done = false;
   let sent = 0;
@@ -48,12 +50,12 @@ export function sendEventStream(ctx: Context, stream: EventStream, framing: SseF
     clearInterval(heartbeat);
     for (const t of timers) clearTimeout(t);
     stream.close();
-    body.end();
+    res.end();
   };
   /** Ends the stream with its budget error (framed like any stream error). */
   const exhaust = (error: A2AError): void => {
     if (done) return;
-    body.write(`data: ${JSON.stringify(framing.error(error))}\n\n`);
+    res.write(`data: ${JSON.stringify(framing.error(error))}\n\n`);
     finish();
   };
   if (budget.maxDurationMs > 0)
@@ -68,11 +70,11 @@ export function sendEventStream(ctx: Context, stream: EventStream, framing: SseF
   };
   armIdle();
   const heartbeat = setInterval(() => {
-    if (!done) body.write(": keep-alive\n\n");
+    if (!done) res.write(": keep-alive\n\n");
   }, HEARTBEAT_MS);
   heartbeat.unref();
-  ctx.req.on("close", finish);
-  ctx.res.on("close", finish);
+  req.on("close", finish);
+  res.on("close", finish);
 
   const write = async (value: unknown): Promise<void> => {
     if (done) return;
@@ -83,14 +85,15 @@ export function sendEventStream(ctx: Context, stream: EventStream, framing: SseF
       return;
     }
     armIdle();
-    if (!body.write(frame)) {
+    if (!res.write(frame)) {
       await new Promise<void>((resolve) => {
         const onDrain = (): void => {
-          body.off("close", onDrain);
+          res.off("drain", onDrain);
+          res.off("close", onDrain);
           resolve();
         };
-        body.once("drain", onDrain);
-        body.once("close", onDrain);
+        res.once("drain", onDrain);
+        res.once("close", onDrain);
       });
     }
   };

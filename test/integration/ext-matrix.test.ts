@@ -298,7 +298,7 @@ async function startDownGateway(): Promise<typeof down> {
   });
   const upstream = await startUpstream(config, pino({ level: "silent" }));
   const gateway = await createGateway(config, pino({ level: "silent" }), { upstream, storage });
-  server.on("request", gateway.app.callback());
+  server.on("request", gateway.handler);
   return {
     url,
     gateway,

@@ -499,7 +499,7 @@ describe("owner guard, shell toggle and payload privacy", () => {
     const config = loadConfig(env);
     upstream = await startUpstream(config, pino({ level: "silent" }));
     const gateway = await createGateway(config, createLogger("trace", log), { upstream, storage });
-    server.on("request", gateway.app.callback());
+    server.on("request", gateway.handler);
     close = () => gateway.close();
   });
 

@@ -35,7 +35,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
     ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
   });
-  server.on("request", gateway.app.callback());
+  server.on("request", gateway.handler);
   return {
     url,
     token: TEST_TOKEN,

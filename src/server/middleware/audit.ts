@@ -5,7 +5,60 @@
 // entries are built after the answer is on its way (setImmediate), off the request's latency.
 import type { Context, Next } from "koa";
 import { auditSubject, type AuditRecorder } from "../../audit/index.js";
+import type { ProtocolLine } from "../../contract/catalog.js";
+import type { Principal } from "../../auth/index.js";
 import type { AuditCall, RequestState } from "../state.js";
+
+/** What is known of an answered request (the JSON-RPC edge and the Koa middleware both fill it). */
+export interface AuditedRequest {
+  principal: Principal | undefined;
+  jsonrpc: boolean;
+  line: ProtocolLine;
+  status: number;
+  durationMs: number;
+  clientIp: string | undefined;
+  /** The entry's method when no call was reached: the route (`VERB /path`) or the request line. */
+  requestMethod: string;
+  /** The reason of the error the request was answered with, if any. */
+  errorReason: string | undefined;
+  calls: AuditCall[];
+}
+
+/** Queues the request's entries; they are built on the next turn of the event loop. */
+export function recordAudit(recorder: AuditRecorder, req: AuditedRequest): void {
+  setImmediate(() => {
+    const common = {
+      principal: req.principal?.id ?? null,
+      credential_id: req.principal?.credentialId ?? null,
+      transport: req.jsonrpc ? ("jsonrpc" as const) : ("rest" as const),
+      line: req.line,
+      status: req.status,
+      duration_ms: Math.round(req.durationMs * 1000) / 1000,
+      client_ip: req.clientIp,
+    };
+    if (req.calls.length === 0) {
+      const failed = req.status >= 400 || req.errorReason !== undefined;
+      recorder.record({
+        ...common,
+        method: req.requestMethod,
+        outcome: failed ? "error" : "ok",
+        ...(req.errorReason !== undefined ? { error_reason: req.errorReason } : {}),
+      });
+      return;
+    }
+    for (const call of req.calls) {
+      // A REST call that failed has its reason; a JSON-RPC call its own, whatever the HTTP status.
+      const error = call.error ?? (req.jsonrpc ? undefined : req.errorReason);
+      recorder.record({
+        ...common,
+        ...auditSubject(call.params, call.result),
+        method: call.method,
+        outcome: error !== undefined ? "error" : "ok",
+        ...(error !== undefined ? { error_reason: error } : {}),
+      });
+    }
+  });
+}
 
 export function auditTrail(recorder: AuditRecorder) {
   return async function audit(ctx: Context, next: Next): Promise<void> {
@@ -16,43 +69,18 @@ export function auditTrail(recorder: AuditRecorder) {
     try {
       await next();
     } finally {
-      if (state.route?.public !== true) {
-        const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
-        const status = ctx.status;
-        const common = {
-          principal: state.principal?.id ?? null,
-          credential_id: state.principal?.credentialId ?? null,
-          transport: state.jsonrpc ? ("jsonrpc" as const) : ("rest" as const),
+      if (state.route?.public !== true)
+        recordAudit(recorder, {
+          principal: state.principal,
+          jsonrpc: state.jsonrpc,
           line: state.line,
-          status,
-          duration_ms: durationMs,
-          client_ip: ctx.request.ip,
-        };
-        const method = calls.length === 0 ? (state.route ? `${state.route.verb} ${state.route.path}` : `${ctx.method} ${ctx.path}`) : "";
-        const { errorReason, jsonrpc } = state;
-        setImmediate(() => {
-          if (calls.length === 0) {
-            const failed = status >= 400 || errorReason !== undefined;
-            recorder.record({
-              ...common,
-              method,
-              outcome: failed ? "error" : "ok",
-              ...(errorReason !== undefined ? { error_reason: errorReason } : {}),
-            });
-          } else
-            for (const call of calls) {
-              // A REST call that failed has its reason; a JSON-RPC call its own, whatever the HTTP status.
-              const error = call.error ?? (jsonrpc ? undefined : errorReason);
-              recorder.record({
-                ...common,
-                ...auditSubject(call.params, call.result),
-                method: call.method,
-                outcome: error !== undefined ? "error" : "ok",
-                ...(error !== undefined ? { error_reason: error } : {}),
-              });
-            }
+          status: ctx.status,
+          durationMs: performance.now() - started,
+          clientIp: ctx.request.ip,
+          requestMethod: state.route ? `${state.route.verb} ${state.route.path}` : `${ctx.method} ${ctx.path}`,
+          errorReason: state.errorReason,
+          calls,
         });
-      }
     }
   };
 }

@@ -6,7 +6,7 @@
 import type { Context, Next } from "koa";
 import { A2AError } from "../../contract/errors.js";
 import type { RouteLookup } from "../../contract/routes.js";
-import { hasScope, wwwAuthenticate, type CredentialResolver } from "../../auth/index.js";
+import { hasScope, wwwAuthenticate, type CredentialResolver, type Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
 import type { RequestState } from "../state.js";
 
@@ -16,15 +16,20 @@ export interface AuthDeps {
   limits: AccessLimits;
 }
 
+/** The caller's Principal, or UNAUTHENTICATED (with its WWW-Authenticate challenge). Shared with the JSON-RPC edge. */
+export function authenticate(resolver: CredentialResolver, headers: Record<string, string | string[] | undefined>): Principal {
+  const principal = resolver.resolve(headers);
+  if (!principal) throw new A2AError("UNAUTHENTICATED", "Missing or invalid credentials", {}, { headers: { "WWW-Authenticate": wwwAuthenticate(resolver) } });
+  return principal;
+}
+
 export function authentication(deps: AuthDeps) {
   return async function auth(ctx: Context, next: Next): Promise<void> {
     const state = ctx.state as RequestState;
     const { route } = deps.routes(ctx.method, ctx.path);
     state.route = route;
     if (route?.public) return next();
-    const principal = deps.resolver.resolve(ctx.headers);
-    if (!principal)
-      throw new A2AError("UNAUTHENTICATED", "Missing or invalid credentials", {}, { headers: { "WWW-Authenticate": wwwAuthenticate(deps.resolver) } });
+    const principal = authenticate(deps.resolver, ctx.headers);
     state.principal = principal;
     if (route?.kind !== "jsonrpc") {
       const { headers, error } = deps.limits.charge(principal);

@@ -1,5 +1,6 @@
 // Request bodies: size limit (413, checked on Content-Length and on the bytes actually read), media type (415) and
 // JSON nesting depth (PARSE_ERROR) before any routing; the raw bytes are kept on ctx.state.rawBody.
+import type { IncomingMessage } from "node:http";
 import type { Context, Next } from "koa";
 import { A2AError } from "../../contract/errors.js";
 import type { RequestState } from "../state.js";
@@ -42,13 +43,13 @@ export class ClientAbortedError extends Error {
   }
 }
 
+/** 413; the connection closes after the answer (the rest of the body is not read). */
 function tooLarge(limit: number): A2AError {
-  return new A2AError("PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`, { limit_bytes: limit });
+  return new A2AError("PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`, { limit_bytes: limit }, { headers: { Connection: "close" } });
 }
 
-function readLimited(ctx: Context, limit: number): Promise<Buffer> {
+function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const req = ctx.req;
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = () => {
@@ -65,7 +66,6 @@ function readLimited(ctx: Context, limit: number): Promise<Buffer> {
       // Stop reading (nothing more is buffered) and answer 413; the connection closes after the response.
       cleanup();
       req.pause();
-      ctx.set("Connection", "close");
       reject(tooLarge(limit));
     };
     const onEnd = () => {
@@ -82,30 +82,35 @@ function readLimited(ctx: Context, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * The request body, checked: size (on Content-Length and on the bytes read), JSON media type, nesting depth. Shared
+ * by the Koa middleware and the JSON-RPC edge.
+ */
+export async function readRequestBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] || "NaN");
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  const raw = await readLimited(req, limit);
+  if (raw.length > 0) {
+    const type = ((req.headers["content-type"] ?? "").split(";")[0] ?? "").trim();
+    if (!JSON_TYPES.test(type))
+      throw new A2AError(
+        "CONTENT_TYPE_NOT_SUPPORTED",
+        `Request bodies must be JSON (application/json), not ${JSON.stringify(type || "(none)")}`,
+        { content_type: type || null, supported: ["application/json", "application/a2a+json"] },
+        { httpStatus: 415 },
+      );
+    if (nestsDeeperThan(raw, MAX_JSON_DEPTH))
+      throw new A2AError("PARSE_ERROR", `Request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`, {
+        max_depth: MAX_JSON_DEPTH,
+      });
+  }
+  return raw;
+}
+
 export function requestBody(limit: number) {
   return async function body(ctx: Context, next: Next): Promise<void> {
     if (!["POST", "PUT", "PATCH", "DELETE"].includes(ctx.method)) return next();
-    const declared = Number(ctx.get("content-length") || "NaN");
-    if (Number.isFinite(declared) && declared > limit) {
-      ctx.set("Connection", "close");
-      throw tooLarge(limit);
-    }
-    const raw = await readLimited(ctx, limit);
-    if (raw.length > 0) {
-      const type = (ctx.get("content-type").split(";")[0] ?? "").trim();
-      if (!JSON_TYPES.test(type))
-        throw new A2AError(
-          "CONTENT_TYPE_NOT_SUPPORTED",
-          `Request bodies must be JSON (application/json), not ${JSON.stringify(type || "(none)")}`,
-          { content_type: type || null, supported: ["application/json", "application/a2a+json"] },
-          { httpStatus: 415 },
-        );
-      if (nestsDeeperThan(raw, MAX_JSON_DEPTH))
-        throw new A2AError("PARSE_ERROR", `Request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`, {
-          max_depth: MAX_JSON_DEPTH,
-        });
-    }
-    (ctx.state as RequestState).rawBody = raw;
+    (ctx.state as RequestState).rawBody = await readRequestBody(ctx.req, limit);
     await next();
   };
 }

@@ -3,6 +3,7 @@ import type { Context, Next } from "koa";
 import type { Logger } from "pino";
 import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js";
 import { jsonRpcError, restError } from "../../protocol/errors.js";
+import type { ProtocolLine } from "../../contract/catalog.js";
 import type { RequestState } from "../state.js";
 import { ClientAbortedError } from "./body.js";
 
@@ -16,18 +17,27 @@ const TRANSPORT_LEVEL = new Set([
   "ORIGIN_NOT_ALLOWED",
 ]);
 
+/**
+ * The answer to a request that failed before (or outside) its calls, in the line's and transport's shape: JSON-RPC
+ * answers an error response with id null on HTTP 200, unless the failure is transport-level.
+ */
+export function errorAnswer(err: A2AError, line: ProtocolLine, jsonrpc: boolean): { status: number; headers: Record<string, string>; body: unknown } {
+  const shaped = restError(line, err);
+  if (!jsonrpc) return shaped;
+  return {
+    status: TRANSPORT_LEVEL.has(err.reason) ? shaped.status : 200,
+    headers: shaped.headers,
+    body: { jsonrpc: "2.0", id: null, error: jsonRpcError(line, err) },
+  };
+}
+
 export function sendError(ctx: Context, err: A2AError): void {
   const state = ctx.state as RequestState;
   state.errorReason = err.reason;
-  const shaped = restError(state.line, err);
-  for (const [k, v] of Object.entries(shaped.headers)) ctx.set(k, v);
-  if (state.jsonrpc) {
-    ctx.status = TRANSPORT_LEVEL.has(err.reason) ? shaped.status : 200;
-    ctx.body = { jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, err) };
-  } else {
-    ctx.status = shaped.status;
-    ctx.body = shaped.body;
-  }
+  const answer = errorAnswer(err, state.line, state.jsonrpc);
+  for (const [k, v] of Object.entries(answer.headers)) ctx.set(k, v);
+  ctx.status = answer.status;
+  ctx.body = answer.body;
 }
 
 export function errorBoundary(log: Logger) {

@@ -35,7 +35,8 @@ export function defaultAllowedHosts(publicUrl: string, bindHost: string): string
   return [...hosts];
 }
 
-export function hostGuard(allowedHosts: string[]) {
+/** The Host check as a plain function (the Koa middleware and the JSON-RPC edge share it); throws HOST_NOT_ALLOWED. */
+export function hostCheck(allowedHosts: string[]): (host: string | undefined) => void {
   const any = allowedHosts.includes("*");
   const entries = allowedHosts.map(splitHost);
   const accepts = (host: string): boolean => {
@@ -43,17 +44,22 @@ export function hostGuard(allowedHosts: string[]) {
     return entries.some((e) => e.name === name && (e.port === undefined || e.port === port));
   };
   const seen = new Map<string, boolean>();
-  return async function hosts(ctx: Context, next: Next): Promise<void> {
-    const host = ctx.headers.host;
+  return (host) => {
     // HTTP/1.0 clients may omit Host; browsers never do, so a missing Host is no rebinding attempt.
-    if (!any && host !== undefined) {
-      let ok = seen.get(host);
-      if (ok === undefined) {
-        ok = accepts(host);
-        if (seen.size < 1024) seen.set(host, ok);
-      }
-      if (!ok) throw new A2AError("HOST_NOT_ALLOWED", "This Host is not served here; add it to A2A_ALLOWED_HOSTS", { host: host.slice(0, 256) });
+    if (any || host === undefined) return;
+    let ok = seen.get(host);
+    if (ok === undefined) {
+      ok = accepts(host);
+      if (seen.size < 1024) seen.set(host, ok);
     }
+    if (!ok) throw new A2AError("HOST_NOT_ALLOWED", "This Host is not served here; add it to A2A_ALLOWED_HOSTS", { host: host.slice(0, 256) });
+  };
+}
+
+export function hostGuard(allowedHosts: string[]) {
+  const check = hostCheck(allowedHosts);
+  return async function hosts(ctx: Context, next: Next): Promise<void> {
+    check(ctx.headers.host);
     await next();
   };
 }
@@ -61,7 +67,11 @@ export function hostGuard(allowedHosts: string[]) {
 const ALLOW_HEADERS = ["Authorization", "X-API-Key", "Content-Type", VERSION_HEADER, "If-None-Match"].join(", ");
 const EXPOSE_HEADERS = [VERSION_HEADER, "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "ETag", "WWW-Authenticate"].join(", ");
 
-export function originGuard(allowedOrigins: string[], publicUrl: string, routes: RouteLookup) {
+/**
+ * The CORS answer to a request carrying `Origin` as a plain function (shared with the JSON-RPC edge): the headers
+ * to add (the caller varies on Origin first), or ORIGIN_NOT_ALLOWED for an authenticated route.
+ */
+export function originCheck(allowedOrigins: string[], publicUrl: string): (origin: string, publicRoute: boolean) => Record<string, string> {
   const any = allowedOrigins.includes("*");
   const allowed = new Set(allowedOrigins.map((o) => o.replace(/\/+$/, "").toLowerCase()));
   try {
@@ -69,6 +79,18 @@ export function originGuard(allowedOrigins: string[], publicUrl: string, routes:
   } catch {
     /* validated by the configuration */
   }
+  return (origin, publicRoute): Record<string, string> => {
+    if (publicRoute) return { "Access-Control-Allow-Origin": "*" };
+    if (!any && !allowed.has(origin.toLowerCase()))
+      throw new A2AError("ORIGIN_NOT_ALLOWED", "Cross-origin calls from this origin are not allowed; see A2A_ALLOWED_ORIGINS", {
+        origin: origin.slice(0, 256),
+      });
+    return { "Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": EXPOSE_HEADERS };
+  };
+}
+
+export function originGuard(allowedOrigins: string[], publicUrl: string, routes: RouteLookup) {
+  const check = originCheck(allowedOrigins, publicUrl);
   return async function origins(ctx: Context, next: Next): Promise<void> {
     const origin = ctx.headers.origin;
     if (origin === undefined) return next();
@@ -76,15 +98,7 @@ export function originGuard(allowedOrigins: string[], publicUrl: string, routes:
     const verb = preflight ? String(ctx.headers["access-control-request-method"]).toUpperCase() : ctx.method;
     const { route, allowed: verbs } = routes(verb, ctx.path);
     ctx.vary("Origin");
-    if (route?.public) ctx.set("Access-Control-Allow-Origin", "*");
-    else {
-      if (!any && !allowed.has(origin.toLowerCase()))
-        throw new A2AError("ORIGIN_NOT_ALLOWED", "Cross-origin calls from this origin are not allowed; see A2A_ALLOWED_ORIGINS", {
-          origin: origin.slice(0, 256),
-        });
-      ctx.set("Access-Control-Allow-Origin", origin);
-      ctx.set("Access-Control-Expose-Headers", EXPOSE_HEADERS);
-    }
+    ctx.set(check(origin, route?.public === true));
     if (preflight) {
       ctx.set("Access-Control-Allow-Methods", (verbs.length ? verbs : [verb]).join(", "));
       ctx.set("Access-Control-Allow-Headers", ALLOW_HEADERS);

@@ -1,5 +1,8 @@
 // JSON-RPC 2.0 on `POST /`: envelope checks, batches, notifications (204), method lookup per protocol line,
 // params validation with the generated validators, scope check, dispatch. No business logic here.
+//
+// The endpoint answers through an RpcExchange: the JSON-RPC edge (src/server/jsonrpc-edge.ts) implements it on the
+// raw node:http response, koaExchange on a Koa context (the app served on its own).
 import type { Context } from "koa";
 import type { Logger } from "pino";
 import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.js";
@@ -14,7 +17,7 @@ import type { MethodHandler } from "../../operations/index.js";
 import type { AuditCall, RequestState } from "../../server/state.js";
 import { invoke, json } from "../http.js";
 import { EventStream } from "../../operations/stream.js";
-import { sendEventStream, type StreamBudget } from "../sse.js";
+import { sendEventStream, type SseFraming, type StreamBudget } from "../sse.js";
 
 type Id = string | number | null;
 type Response = { jsonrpc: "2.0"; id: Id; result: unknown } | { jsonrpc: "2.0"; id: Id; error: unknown };
@@ -36,6 +39,33 @@ const PASCAL = /^[A-Z][A-Za-z]+$/;
 
 function isId(v: unknown): v is Id {
   return v === null || typeof v === "string" || (typeof v === "number" && Number.isSafeInteger(v));
+}
+
+/** Where the endpoint answers: the request's state (line, principal, raw body, audit calls) and the reply. */
+export interface RpcExchange {
+  readonly state: RequestState;
+  setHeaders(headers: Record<string, string>): void;
+  /** HTTP 200 with a JSON body. */
+  json(value: unknown): void;
+  /** HTTP 204, no body. */
+  noContent(): void;
+  /** HTTP 200, Server-Sent Events. */
+  stream(stream: EventStream, framing: SseFraming, budget: StreamBudget): void;
+}
+
+/** The exchange of a Koa request (the endpoint mounted in the Koa app). */
+export function koaExchange(ctx: Context): RpcExchange {
+  return {
+    state: ctx.state as RequestState,
+    setHeaders: (headers) => ctx.set(headers),
+    json: (value) => json(ctx, value),
+    noContent: () => void (ctx.status = 204),
+    stream: (stream, framing, budget) => {
+      ctx.status = 200;
+      ctx.respond = false;
+      sendEventStream(ctx.req, ctx.res, stream, framing, budget);
+    },
+  };
 }
 
 function invalidRequest(detail: string, field?: string): A2AError {
@@ -138,44 +168,44 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     return out;
   }
 
-  return async function jsonrpc(ctx: Context): Promise<void> {
-    const state = ctx.state as RequestState;
+  return async function jsonrpc(ex: RpcExchange): Promise<void> {
+    const state = ex.state;
     let body: unknown;
     try {
       body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));
     } catch {
-      ctx.body = { jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, new A2AError("PARSE_ERROR")) };
+      ex.json({ jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, new A2AError("PARSE_ERROR")) });
       return;
     }
     const { headers, error: limited } = deps.limits.charge(state.principal as Principal, Array.isArray(body) ? Math.max(1, body.length) : 1);
-    ctx.set(headers);
+    ex.setHeaders(headers);
     if (limited) {
       const refused = refuseAll(Array.isArray(body) ? body : [body], limited, state.line);
-      if (refused.length === 0) ctx.status = 204;
-      else json(ctx, Array.isArray(body) ? refused : refused[0]);
+      if (refused.length === 0) ex.noContent();
+      else ex.json(Array.isArray(body) ? refused : refused[0]);
       return;
     }
     if (Array.isArray(body)) {
       if (body.length === 0) {
-        ctx.body = { jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, invalidRequest("empty batch")) };
+        ex.json({ jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, invalidRequest("empty batch")) });
         return;
       }
       const responses = (await Promise.all(body.map((r) => callOne(r, state, true)))).filter((r): r is Response => r !== null && !("stream" in r));
-      if (responses.length === 0) ctx.status = 204;
-      else json(ctx, responses);
+      if (responses.length === 0) ex.noContent();
+      else ex.json(responses);
       return;
     }
-    const response = await callOne(body, state, false, (line) => ctx.set("A2A-Version", line));
-    if (response === null) ctx.status = 204;
+    const response = await callOne(body, state, false, (line) => ex.setHeaders({ "A2A-Version": line }));
+    if (response === null) ex.noContent();
     else if ("stream" in response) {
       const { id, line } = response;
-      sendEventStream(ctx, response.stream, {
+      ex.stream(response.stream, {
         event: (result) => ({ jsonrpc: "2.0", id, result }),
         error: (error) => {
           if (!isExpectedError(error)) deps.log.error({ err: error }, "JSON-RPC stream failed");
           return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(error)) };
         },
       }, deps.streamBudget);
-    } else json(ctx, response);
+    } else ex.json(response);
   };
 }

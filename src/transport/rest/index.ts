@@ -91,7 +91,9 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       state.calls?.push(audit);
       const result = await invoke(handler, params, { line, principal, transport: "rest", method }, deps.limits, route.streaming);
       if (result instanceof EventStream) {
-        sendEventStream(ctx, result, {
+        ctx.status = 200;
+        ctx.respond = false;
+        sendEventStream(ctx.req, ctx.res, result, {
           event: (value) => value,
           error: (error) => restError(line, toA2AError(error)).body,
         }, deps.streamBudget);
