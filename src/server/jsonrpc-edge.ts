@@ -46,11 +46,19 @@ const ENCODINGS = ["gzip", "identity"];
 /** negotiator 1.x takes a preference order (its @types describe 0.6, without it). */
 type EncodingNegotiator = { encoding(available: string[], options: { preferred: string[] }): string | undefined };
 
+/** Answers per Accept-Encoding value: clients send the same few values over and over. */
+const gzipVerdicts = new Map<string, boolean>();
+
 /** gzip or identity, negotiated like koa-compress does (no header → identity, `*` → gzip). */
 function acceptsGzip(header: string | undefined): boolean {
-  const value = header === "*" ? "gzip" : header || "identity";
-  const negotiator = new Negotiator({ headers: { "accept-encoding": value } }) as unknown as EncodingNegotiator;
-  return negotiator.encoding(ENCODINGS, { preferred: ENCODINGS }) === "gzip";
+  if (!header) return false;
+  let verdict = gzipVerdicts.get(header);
+  if (verdict === undefined) {
+    const negotiator = new Negotiator({ headers: { "accept-encoding": header === "*" ? "gzip" : header } }) as unknown as EncodingNegotiator;
+    verdict = negotiator.encoding(ENCODINGS, { preferred: ENCODINGS }) === "gzip";
+    if (gzipVerdicts.size < 256) gzipVerdicts.set(header, verdict);
+  }
+  return verdict;
 }
 
 /** The `A2A-Version` query parameter of a raw query string (first occurrence), if any. */
