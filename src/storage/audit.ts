@@ -209,7 +209,12 @@ interface Row {
 const COLUMNS =
   "id, at_ms, principal, credential_id, transport, line, method, task_id, context_id, session_id, outcome, error_reason, status, duration_ms, client_ip";
 
-const INSERT = `INSERT INTO a2a_audit_log (${COLUMNS.slice("id, ".length)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const insertOf = (rows: number): string => `INSERT INTO a2a_audit_log (${COLUMNS.slice("id, ".length)}) VALUES ${Array(rows).fill(ROW).join(", ")}`;
+const INSERT = insertOf(1);
+/** Rows per multi-row INSERT (14 parameters each, well under SQLite's 32,766). */
+const INSERT_CHUNK = 64;
+const INSERT_MANY = insertOf(INSERT_CHUNK);
 
 /**
  * The filter columns in a fixed order: list() builds its SQL from the filters present, so there are at most 2^9
@@ -251,27 +256,31 @@ export class SqliteAuditStore implements AuditStore {
 
   append(entries: readonly NewAuditEntry[]): void {
     if (entries.length === 0) return;
-    const rows = entries.map((e) => normalise(e, 0, atMs(e.at)));
+    const values = (e: NewAuditEntry): unknown[] => [
+      atMs(e.at),
+      e.principal ?? null,
+      e.credential_id ?? null,
+      e.transport,
+      e.line,
+      e.method,
+      e.task_id ?? null,
+      e.context_id ?? null,
+      e.session_id ?? null,
+      e.outcome,
+      e.error_reason ?? null,
+      e.status,
+      e.duration_ms,
+      e.client_ip ?? null,
+    ];
+    const rows = entries.map(values); // every entry checked (atMs throws) before anything is written
     this.store.transaction("audit.append", () => {
-      const insert = this.store.statement(INSERT);
-      for (const e of rows) {
-        insert.run(
-          Date.parse(e.at),
-          e.principal,
-          e.credential_id,
-          e.transport,
-          e.line,
-          e.method,
-          e.task_id ?? null,
-          e.context_id ?? null,
-          e.session_id ?? null,
-          e.outcome,
-          e.error_reason ?? null,
-          e.status,
-          e.duration_ms,
-          e.client_ip ?? null,
-        );
+      let i = 0;
+      if (rows.length >= INSERT_CHUNK) {
+        const many = this.store.statement(INSERT_MANY);
+        for (; i + INSERT_CHUNK <= rows.length; i += INSERT_CHUNK) many.run(rows.slice(i, i + INSERT_CHUNK).flat());
       }
+      const one = this.store.statement(INSERT);
+      for (; i < rows.length; i++) one.run(rows[i]);
     });
   }
 

@@ -159,6 +159,10 @@ export function openDatabase(location: StoreLocation, options: OpenDatabaseOptio
     db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
     db.exec("PRAGMA synchronous = NORMAL");
     db.exec("PRAGMA foreign_keys = ON");
+    // Reads of a large store (GetTask with random ids) stay in memory: a 32 MiB page cache, and the file mapped
+    // (256 MiB window) so cache misses are page-cache reads rather than a read(2) each.
+    db.exec("PRAGMA cache_size = -32768");
+    if (location.kind === "file") db.exec("PRAGMA mmap_size = 268435456");
     const migration = migrate(db);
     if (location.kind === "file") {
       // Re-check after open (the path could have been swapped) and force the companions' modes.

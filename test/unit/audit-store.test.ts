@@ -194,6 +194,30 @@ describe.each(backends)("audit store ($name)", ({ open }) => {
   it("rejects an entry whose time is not a date, appending nothing of its batch", () => {
     expect(() => audit.append([entry({ task_id: "a" }), entry({ at: "yesterday" })])).toThrow();
     expect(audit.list({}, 10).entries).toEqual([]);
+    // Also past the first multi-row chunk (SQLite writes 64 rows per INSERT): the bad entry is the 130th.
+    const big = Array.from({ length: 150 }, (_, i) => entry({ task_id: `t${i}` }));
+    big[129] = entry({ at: "never" });
+    expect(() => audit.append(big)).toThrow();
+    expect(audit.list({}, 10).entries).toEqual([]);
+  });
+
+  it("appends large batches whole and in order (chunked multi-row inserts plus the remainder)", () => {
+    for (const size of [1, 63, 64, 65, 150]) {
+      const batch = Array.from({ length: size }, (_, i) =>
+        entry({ at: iso(T0 + i), task_id: `b${size}-${i}`, ...(i % 2 === 0 ? { session_id: `s${i}`, error_reason: "X", outcome: "error" as const } : {}) }),
+      );
+      audit.append(batch);
+      const listed = audit.list({ task_id: `b${size}-${size - 1}` }, 1).entries[0]!;
+      expect(listed).toMatchObject({ at: iso(T0 + size - 1), task_id: `b${size}-${size - 1}` });
+    }
+    const all: AuditEntry[] = [];
+    for (let cursor: string | undefined, page; (page = audit.list({}, 100, cursor)), all.push(...page.entries), (cursor = page.next) !== undefined; );
+    expect(all).toHaveLength(1 + 63 + 64 + 65 + 150);
+    expect(all.map((e) => e.id)).toEqual([...all.map((e) => e.id)].sort((a, b) => b - a));
+    const last150 = all.slice(0, 150).reverse();
+    expect(last150.map((e) => e.task_id)).toEqual(Array.from({ length: 150 }, (_, i) => `b150-${i}`));
+    expect(last150[0]).toMatchObject({ session_id: "s0", error_reason: "X", outcome: "error" });
+    expect(last150[1]).not.toHaveProperty("session_id");
   });
 });
 

@@ -465,6 +465,9 @@ describe("sqlite specifics", () => {
       expect(prepare(db.db, "PRAGMA busy_timeout").pluck().get()).toBe(30000);
       expect(prepare(db.db, "PRAGMA synchronous").pluck().get()).toBe(1); // NORMAL
       expect(prepare(db.db, "PRAGMA foreign_keys").pluck().get()).toBe(1);
+      // Read performance: 32 MiB page cache, the file memory-mapped.
+      expect(prepare(db.db, "PRAGMA cache_size").pluck().get()).toBe(-32768);
+      expect(prepare(db.db, "PRAGMA mmap_size").pluck().get()).toBe(268435456);
       expect(db.migration).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: MIGRATIONS.map((m) => m.version) });
     } finally {
       db.close();
