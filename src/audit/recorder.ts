@@ -135,7 +135,7 @@ export class AuditRecorder {
     if (input.outcome !== "ok" && input.outcome !== "error") throw new TypeError(`invalid outcome ${String(input.outcome)}`);
     if (!Number.isInteger(input.status) || !Number.isFinite(input.duration_ms)) throw new TypeError("invalid status or duration_ms");
     return {
-      at: new Date(ms).toISOString(),
+      at: ms,
       principal: capNull(input.principal),
       credential_id: capNull(input.credential_id),
       transport: input.transport,

@@ -35,8 +35,8 @@ export interface AuditEntry {
   client_ip?: string;
 }
 
-/** What append() takes: an entry without its id (`at` is normalised to millisecond UTC). */
-export type NewAuditEntry = Omit<AuditEntry, "id">;
+/** What append() takes: an entry without its id; `at` as RFC 3339 or epoch ms (stored as millisecond UTC). */
+export type NewAuditEntry = Omit<AuditEntry, "id" | "at"> & { at: string | number };
 
 /** Filters of list(); all given ones must match. `since` (inclusive) and `until` (exclusive) are epoch ms. */
 export interface AuditFilter {
@@ -92,8 +92,8 @@ export function decodeAuditPageToken(token: string): number {
   return id;
 }
 
-function atMs(at: string): number {
-  const ms = Date.parse(at);
+function atMs(at: string | number): number {
+  const ms = typeof at === "number" ? at : Date.parse(at);
   if (!Number.isFinite(ms)) throw new TypeError(`audit entry time is not a date: ${JSON.stringify(at)}`);
   return ms;
 }
