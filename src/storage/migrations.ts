@@ -123,10 +123,22 @@ CREATE INDEX IF NOT EXISTS a2a_audit_log_task ON a2a_audit_log (task_id);
 CREATE INDEX IF NOT EXISTS a2a_audit_log_at ON a2a_audit_log (at_ms);
 `;
 
+// Fewer task indexes. Every task write (create, each state change) rewrites a page of each index on a2a_tasks; with
+// WAL that is a page written per index per commit, which cost more than the task row itself. Kept: the per-owner
+// listing orders (owner, status_timestamp) and (owner, context_id, status_timestamp), which every ListTasks of a
+// non-admin uses. Dropped: the owner-less orders (the admin-wide listing now sorts) and `state` (read only by the
+// start-up sweep of orphaned tasks, a single full scan).
+const V4 = `
+DROP INDEX IF EXISTS a2a_tasks_ts;
+DROP INDEX IF EXISTS a2a_tasks_context_ts;
+DROP INDEX IF EXISTS a2a_tasks_state;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
   { version: 3, description: "audit log", up: (db) => db.exec(V3) },
+  { version: 4, description: "task indexes: only the per-owner listing orders", up: (db) => db.exec(V4) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -12,6 +12,7 @@ import { prepare } from "../../src/storage/pin.js";
 import {
   decodeAuditPageToken,
   encodeAuditPageToken,
+  LATEST_SCHEMA_VERSION,
   MemoryAuditStore,
   MIGRATIONS,
   migrate,
@@ -258,8 +259,9 @@ describe("audit store specifics", () => {
       // a database written by a v2 build
       expect(migrate(raw, MIGRATIONS.slice(0, 2))).toEqual({ from: 0, to: 2, applied: [1, 2] });
       expect(prepare(raw, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'a2a_audit_log'").pluck().get()).toBe(0);
-      expect(migrate(raw)).toEqual({ from: 2, to: 3, applied: [3] });
-      expect(migrate(raw)).toEqual({ from: 3, to: 3, applied: [] });
+      const toV3 = MIGRATIONS.slice(0, 3);
+      expect(migrate(raw, toV3)).toEqual({ from: 2, to: 3, applied: [3] });
+      expect(migrate(raw, toV3)).toEqual({ from: 3, to: 3, applied: [] });
       expect(readSchemaVersion(raw)).toBe(3);
       MIGRATIONS[2]!.up(raw); // applying the statements again (a racing process) is harmless
       const columns = prepare(raw, "SELECT name FROM pragma_table_info('a2a_audit_log') ORDER BY cid").pluck().all();
@@ -296,7 +298,7 @@ describe("audit store specifics", () => {
     }
     const check = new Database(file, { readonly: true });
     try {
-      expect(readSchemaVersion(check)).toBe(3);
+      expect(readSchemaVersion(check)).toBe(LATEST_SCHEMA_VERSION);
       expect(prepare(check, "SELECT value FROM a2a_store_meta WHERE key = 'k'").pluck().get()).toBe("v");
     } finally {
       check.close();

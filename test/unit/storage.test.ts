@@ -500,6 +500,45 @@ describe("sqlite specifics", () => {
     }
   });
 
+  it("migration v4 keeps only the per-owner task indexes, on a v3 database with data, and every listing still works", () => {
+    const file = path.join(freshDir(), "a2a.db");
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    const raw = new Database(file);
+    expect(migrate(raw, MIGRATIONS.slice(0, 3))).toEqual({ from: 0, to: 3, applied: [1, 2, 3] });
+    raw.close();
+    fs.chmodSync(file, 0o600);
+    const indexesOf = (db: Database.Database) =>
+      prepare(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'a2a_tasks' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all();
+    const v3 = new Database(file);
+    expect(indexesOf(v3)).toEqual(["a2a_tasks_context_ts", "a2a_tasks_owner_context_ts", "a2a_tasks_owner_ts", "a2a_tasks_state", "a2a_tasks_ts"]);
+    v3.close();
+    const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    try {
+      const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
+      storage.tasks.create(makeTask("a1", { at: at(1) }), "alice");
+      storage.tasks.create(makeTask("b1", { at: at(2) }), "bob");
+      storage.tasks.create(makeTask("a2", { at: at(3), contextId: "ctx-x" }), "alice");
+      expect(storage.tasks.list(undefined).tasks.map((t) => t.id)).toEqual(["a2", "b1", "a1"]);
+      expect(storage.tasks.list(undefined, { contextId: "ctx-x" }).tasks.map((t) => t.id)).toEqual(["a2"]);
+      expect(storage.tasks.list("alice").tasks.map((t) => t.id)).toEqual(["a2", "a1"]);
+    } finally {
+      storage.close();
+    }
+    const v4 = new Database(file);
+    try {
+      expect(readSchemaVersion(v4)).toBe(4);
+      expect(indexesOf(v4)).toEqual(["a2a_tasks_owner_context_ts", "a2a_tasks_owner_ts"]);
+      // The per-owner listings read their index (no sort of the whole table).
+      const plan = prepare(v4, "EXPLAIN QUERY PLAN SELECT id FROM a2a_tasks WHERE owner = ? ORDER BY status_timestamp DESC, id ASC LIMIT 10")
+        .all("alice")
+        .map((r) => (r as { detail: string }).detail)
+        .join("; ");
+      expect(plan).toContain("a2a_tasks_owner_ts");
+    } finally {
+      v4.close();
+    }
+  });
+
   it("refuses a database with a newer schema version", () => {
     const file = path.join(freshDir(), "a2a.db");
     openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
