@@ -2,7 +2,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import Koa from "koa";
 import Router from "@koa/router";
-import compress from "koa-compress";
 import type { Logger } from "pino";
 import { catalog as generatedCatalog, packageVersion, type Catalog } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
@@ -25,6 +24,7 @@ import { MemoryAuditStore } from "../storage/audit.js";
 import { defaultAllowedHosts, hostCheck, hostGuard, originCheck, originGuard } from "./middleware/origins.js";
 import { jsonRpcEdge } from "./jsonrpc-edge.js";
 import { requestBody } from "./middleware/body.js";
+import { compression } from "./middleware/compress.js";
 import { errorBoundary } from "./middleware/errors.js";
 import { versionNegotiation } from "./middleware/version.js";
 import type { Upstream } from "../upstream/index.js";
@@ -220,16 +220,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   app.use(versionNegotiation(config.defaultLine));
   const allowedHosts = config.allowedHosts.length ? config.allowedHosts : defaultAllowedHosts(config.publicUrl, config.host!);
   app.use(hostGuard(allowedHosts));
-  app.use(
-    compress({
-      threshold: config.gzipMinimumSize,
-      filter: (type: string) => !/text\/event-stream/i.test(type) && /json|yaml|text|javascript/i.test(type),
-      gzip: true,
-      deflate: false,
-      br: false,
-      zstd: false,
-    }),
-  );
+  app.use(compression(config.gzipMinimumSize));
   app.use(originGuard(config.allowedOrigins, config.publicUrl, routes));
   app.use(authentication({ resolver: auth, routes, limits }));
   app.use(requestBody(config.maxRequestBodyBytes));

@@ -10,7 +10,6 @@
 // `POST /` (koaExchange), so `Gateway.app` on its own serves everything; `Gateway.handler` routes `POST /` here.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { gzip } from "node:zlib";
-import Negotiator from "negotiator";
 import type { Logger } from "pino";
 import type { ProtocolLine } from "../contract/catalog.js";
 import { isExpectedError, toA2AError, A2AError } from "../contract/errors.js";
@@ -21,6 +20,7 @@ import type { RpcExchange } from "../transport/jsonrpc/index.js";
 import { sendEventStream } from "../transport/sse.js";
 import { recordAudit } from "./middleware/audit.js";
 import { authenticate } from "./middleware/auth.js";
+import { acceptsGzip } from "./middleware/compress.js";
 import { ClientAbortedError, readRequestBody } from "./middleware/body.js";
 import { errorAnswer } from "./middleware/errors.js";
 import type { AuditCall, RequestState } from "./state.js";
@@ -42,24 +42,6 @@ export interface JsonRpcEdgeDeps {
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
-const ENCODINGS = ["gzip", "identity"];
-/** negotiator 1.x takes a preference order (its @types describe 0.6, without it). */
-type EncodingNegotiator = { encoding(available: string[], options: { preferred: string[] }): string | undefined };
-
-/** Answers per Accept-Encoding value: clients send the same few values over and over. */
-const gzipVerdicts = new Map<string, boolean>();
-
-/** gzip or identity, negotiated like koa-compress does (no header → identity, `*` → gzip). */
-function acceptsGzip(header: string | undefined): boolean {
-  if (!header) return false;
-  let verdict = gzipVerdicts.get(header);
-  if (verdict === undefined) {
-    const negotiator = new Negotiator({ headers: { "accept-encoding": header === "*" ? "gzip" : header } }) as unknown as EncodingNegotiator;
-    verdict = negotiator.encoding(ENCODINGS, { preferred: ENCODINGS }) === "gzip";
-    if (gzipVerdicts.size < 256) gzipVerdicts.set(header, verdict);
-  }
-  return verdict;
-}
 
 /** The `A2A-Version` query parameter of a raw query string (first occurrence), if any. */
 function versionParam(query: string): string | undefined {

@@ -58,6 +58,16 @@ describe("gzip", () => {
     expect(br.headers["content-encoding"]).not.toBe("gzip");
   });
 
+  it("a client that accepts no coding we have (identity;q=0 without gzip) gets the body uncompressed, not an error", async () => {
+    const size = await identitySize(gw.url, "/openapi.json");
+    for (const ae of ["identity;q=0", "gzip;q=0, identity;q=0", "br, identity;q=0"]) {
+      const res = await rawRequest(gw.url, "/openapi.json", { headers: { "accept-encoding": ae } });
+      expect(res.status, ae).toBe(200);
+      expect(res.headers["content-encoding"], ae).toBeUndefined();
+      expect(res.raw.length, ae).toBe(size);
+    }
+  });
+
   it("errors and JSON-RPC answers above the threshold are gzipped too", async () => {
     // An unknown-method error lists every supported method; pad the method name to cross the threshold.
     const name = "x".repeat(THRESHOLD);

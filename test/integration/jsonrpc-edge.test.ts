@@ -80,6 +80,7 @@ const cases: Array<[string, Record<string, string>, string | Buffer, string?]> =
   ["the same call with Accept-Encoding: gzip", { ...auth, ...json, "accept-encoding": "gzip, deflate, br" }, call("agent/getAuthenticatedExtendedCard")],
   ["gzip refused with q=0", { ...auth, ...json, "accept-encoding": "gzip;q=0, identity" }, call("agent/getAuthenticatedExtendedCard")],
   ["Accept-Encoding: *", { ...auth, ...json, "accept-encoding": "*" }, call("agent/getAuthenticatedExtendedCard")],
+  ["no acceptable coding (identity;q=0)", { ...auth, ...json, "accept-encoding": "gzip;q=0, identity;q=0" }, call("agent/getAuthenticatedExtendedCard")],
   ["1.0 by header", { ...auth, ...json, "a2a-version": "1.0" }, call("GetExtendedAgentCard")],
   ["1.0 by query parameter", { ...auth, ...json }, call("GetExtendedAgentCard"), "/?A2A-Version=1.0"],
   ["a PascalCase method without a version header", { ...auth, ...json }, call("GetTask", { id: "nope" })],
