@@ -31,7 +31,7 @@ export interface JsonRpcEdgeDeps {
   checkOrigin: (origin: string, publicRoute: boolean) => Record<string, string>;
   resolver: CredentialResolver;
   maxBodyBytes: number;
-  /** Bodies of at least this many bytes are gzipped when the client accepts it (A2A_GZIP_MINIMUM_SIZE). */
+  /** Bodies of at least this many bytes are gzipped when the client accepts it (A2A_HTTP_GZIP_MINIMUM_SIZE). */
   gzipThreshold: number;
   /** Absent when the audit log is off. */
   recorder: AuditRecorder | undefined;
