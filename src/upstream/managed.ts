@@ -7,8 +7,13 @@
 //   `--port 0` is not random: reference pitfalls 1 and 2);
 // - checks GET /global/health before declaring it ready;
 // - restarts it with exponential backoff when it dies, preferring the port it had so the URL stays stable;
-// - stop(): SIGTERM, a grace period, then SIGKILL, by PID; a process exit hook kills a child left behind.
+// - stop(): SIGTERM, a grace period, then SIGKILL, to the child's process group; a process exit hook kills a group
+//   left behind;
+// - OpenCode runs under bin/opencode-a2a-guardian.mjs, which stops it when the gateway dies without running any code
+//   (SIGKILL).
 import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { packageRoot } from "../contract/catalog.js";
 import { EventEmitter } from "node:events";
 import { createInterface } from "node:readline";
 import { createClient } from "../../generated/opencode/client/index.js";
@@ -44,6 +49,26 @@ export interface ManagedOpencodeEvents {
 const LISTENING_RE = /opencode server listening on (\S+)/;
 const MAX_CAPTURED_LINES = 200;
 
+/** The guardian script (plain JavaScript, so sources and dist/ start the same file). */
+const GUARDIAN = path.join(packageRoot, "bin", "opencode-a2a-guardian.mjs");
+
+/** Signals the child's process group (the guardian and OpenCode); falls back to the child alone. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (child.pid !== undefined) {
+      process.kill(-child.pid, signal);
+      return;
+    }
+  } catch {
+    // no such group (already gone): try the process itself
+  }
+  try {
+    child.kill(signal);
+  } catch {
+    // already gone
+  }
+}
+
 // Children still running when this Node process exits are killed synchronously.
 const live = new Set<ChildProcess>();
 let exitHook = false;
@@ -51,13 +76,7 @@ function installExitHook(): void {
   if (exitHook) return;
   exitHook = true;
   process.on("exit", () => {
-    for (const child of live) {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
+    for (const child of live) signalGroup(child, "SIGKILL");
   });
 }
 
@@ -110,6 +129,7 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
     return this.#url;
   }
 
+  /** The guardian's pid, which is also the process group of OpenCode (signal `-pid` to reach both). */
   get pid(): number | undefined {
     return this.#child !== undefined && running(this.#child) ? this.#child.pid : undefined;
   }
@@ -138,10 +158,12 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
   }
 
   async #spawnOnce(port: number): Promise<{ child: ChildProcess; url: string }> {
-    const child = spawn(this.#opts.binary, ["serve", "--hostname", "127.0.0.1", "--port", String(port)], {
+    const serve = [this.#opts.binary, "serve", "--hostname", "127.0.0.1", "--port", String(port)];
+    const child = spawn(process.execPath, [GUARDIAN, String(this.#opts.stopGraceMs), ...serve], {
       cwd: this.#opts.cwd,
       env: this.#opts.env,
-      stdio: ["ignore", "pipe", "pipe"],
+      // stdin: the pipe whose closing (this process gone) tells the guardian to stop OpenCode.
+      stdio: ["pipe", "pipe", "pipe"],
       // Own process group: a terminal's Ctrl-C reaches the gateway, which stops OpenCode in order.
       detached: true,
     });
@@ -207,14 +229,14 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
 
   /** Kills the current child abruptly (tests: "upstream killed mid-stream"); the supervisor restarts it. */
   kill(signal: NodeJS.Signals = "SIGKILL"): void {
-    this.#child?.kill(signal);
+    if (this.#child !== undefined) signalGroup(this.#child, signal);
   }
 
   async #terminate(child: ChildProcess): Promise<void> {
     if (!running(child)) return;
-    child.kill("SIGTERM");
-    if (await waitForExit(child, this.#opts.stopGraceMs)) return;
-    child.kill("SIGKILL");
+    signalGroup(child, "SIGTERM");
+    if (await waitForExit(child, this.#opts.stopGraceMs + 1_000)) return;
+    signalGroup(child, "SIGKILL");
     await waitForExit(child, 5_000);
   }
 

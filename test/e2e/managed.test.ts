@@ -116,13 +116,15 @@ describe("npm start without OPENCODE_BASE_URL", () => {
           body: { status: "ok", upstream: { mode: "managed", healthy: true, version: "1.18.33", events: { state: "open" } } },
         });
 
-      // The process tree: npm → (sh →) node gateway → opencode serve (the platform binary).
+      // The process tree: npm → (sh →) node gateway → guardian → opencode serve (the platform binary).
       const tree = descendants(npm.pid!);
       const gateway = tree.find((p) => p.cmdline.some((a) => a.endsWith(path.join("bin", "opencode-a2a.js"))));
       const opencode = tree.find((p) => p.cmdline.includes("serve") && /opencode$/.test(p.cmdline[0] ?? ""));
       expect(gateway, JSON.stringify(tree)).toBeDefined();
       expect(opencode, JSON.stringify(tree)).toBeDefined();
-      expect(childrenOf(gateway!.pid).map((p) => p.pid)).toContain(opencode!.pid);
+      const guardian = childrenOf(gateway!.pid).find((p) => p.cmdline.some((a) => a.endsWith(path.join("bin", "opencode-a2a-guardian.mjs"))));
+      expect(guardian, JSON.stringify(tree)).toBeDefined();
+      expect(childrenOf(guardian!.pid).map((p) => p.pid)).toContain(opencode!.pid);
       expect(opencode!.cmdline).toEqual(expect.arrayContaining(["--hostname", "127.0.0.1"]));
 
       // The child is password-protected with a secret generated for this run, which is never printed.
@@ -148,6 +150,43 @@ describe("npm start without OPENCODE_BASE_URL", () => {
         }
         npm.kill("SIGKILL");
       }
+    }
+  }, 150_000);
+
+  it("a gateway killed with SIGKILL (no code runs) still takes OpenCode down: its guardian sees the pipe close", async () => {
+    const output = { text: "" };
+    const gatewayProcess = spawn(process.execPath, [path.join(packageRoot, "bin", "opencode-a2a.js"), "serve"], {
+      cwd: packageRoot,
+      env: { ...scratch.env, A2A_BEARER_TOKEN: TOKEN, A2A_PORT: "0", A2A_LOG_LEVEL: "warn", OPENCODE_WORKSPACE_ROOT: scratch.workspace },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    gatewayProcess.stdout?.on("data", (d: Buffer) => (output.text += d.toString()));
+    gatewayProcess.stderr?.on("data", (d: Buffer) => (output.text += d.toString()));
+    let opencodePid: number | undefined;
+    let guardianPid: number | undefined;
+    try {
+      await waitForLine(gatewayProcess, /opencode-a2a listening on (http:\/\/\S+)/, 90_000, output);
+      const tree = descendants(gatewayProcess.pid!);
+      opencodePid = tree.find((p) => p.cmdline.includes("serve") && /opencode$/.test(p.cmdline[0] ?? ""))?.pid;
+      guardianPid = tree.find((p) => p.cmdline.some((a) => a.endsWith(path.join("bin", "opencode-a2a-guardian.mjs"))))?.pid;
+      expect(opencodePid, JSON.stringify(tree)).toBeDefined();
+      expect(guardianPid, JSON.stringify(tree)).toBeDefined();
+
+      gatewayProcess.kill("SIGKILL");
+      await expect.poll(() => alive(gatewayProcess.pid!), { timeout: 10_000 }).toBe(false);
+      // OpenCode gets SIGTERM from the guardian (SIGKILL after the grace period), then the guardian exits.
+      await expect.poll(() => alive(opencodePid!), { timeout: 20_000, interval: 200 }).toBe(false);
+      await expect.poll(() => alive(guardianPid!), { timeout: 10_000, interval: 200 }).toBe(false);
+    } finally {
+      for (const pid of [opencodePid, guardianPid]) {
+        if (pid === undefined) continue;
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // gone
+        }
+      }
+      if (gatewayProcess.exitCode === null) gatewayProcess.kill("SIGKILL");
     }
   }, 150_000);
 });
