@@ -1,6 +1,9 @@
 // Test harness: the real gateway in-process behind a real HTTP server on 127.0.0.1, plus small request helpers.
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config/index.js";
 import { createGateway, type Gateway } from "../../src/server/app.js";
@@ -22,6 +25,20 @@ export interface StartOptions {
   upstream?: Upstream;
 }
 
+/**
+ * A SQLite store of its own in a fresh temporary directory, unless `env` names a store: without it the gateway would
+ * open the default `./opencode-a2a.db` in the repository, shared by every test file running at the same time (and
+ * each gateway's start-up sweep would fail the other files' running tasks).
+ */
+export function privateStore(env: Record<string, string>): { env: Record<string, string>; remove(): void } {
+  if (env.A2A_TASK_STORE_BACKEND !== undefined || env.A2A_TASK_STORE_DATABASE_URL !== undefined) return { env: {}, remove: () => {} };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-test-store-"));
+  return {
+    env: { A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(dir, "tasks.db")}` },
+    remove: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
 export async function startGateway(env: Record<string, string> = {}, options: StartOptions = {}): Promise<StartedGateway> {
   // Listen first, so the cards advertise the URL clients can actually reach (A2A_PUBLIC_URL unless given).
   const server = http.createServer();
@@ -31,7 +48,8 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
-  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...env });
+  const store = privateStore(env);
+  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...store.env, ...env });
   const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
     ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
   });
@@ -44,6 +62,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
     close: () =>
       new Promise<void>((resolve) => {
         gateway.close();
+        store.remove();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

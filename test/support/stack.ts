@@ -5,7 +5,7 @@ import { loadConfig } from "../../src/config/index.js";
 import { startUpstream, type Upstream } from "../../src/upstream/index.js";
 import { startHermeticOpencode, type HermeticOpencode, type HermeticOpencodeOptions } from "../../tools/upstream/hermetic.js";
 import { startModelServer, type ModelServer } from "../../tools/upstream/model-server.js";
-import { startGateway, TEST_TOKEN, type StartedGateway } from "./gateway.js";
+import { privateStore, startGateway, TEST_TOKEN, type StartedGateway } from "./gateway.js";
 
 export interface RealStack {
   model: ModelServer;
@@ -35,11 +35,14 @@ export async function startRealStack(opts: RealStackOptions = {}): Promise<RealS
     ...(opts.password === undefined ? {} : { password: opts.password }),
     ...opts.opencode,
   });
+  // One store for the stack's life, so restartGateway() finds the tasks of the gateway before it.
+  const store = privateStore(opts.env ?? {});
   const env: Record<string, string> = {
     A2A_BEARER_TOKEN: TEST_TOKEN,
     OPENCODE_BASE_URL: oc.url,
     OPENCODE_WORKSPACE_ROOT: oc.workspace,
     ...(opts.password === undefined ? {} : { OPENCODE_SERVER_PASSWORD: opts.password }),
+    ...store.env,
     ...opts.env,
   };
   const upstream = await startUpstream(loadConfig(env), pino({ level: "silent" }));
@@ -59,6 +62,7 @@ export async function startRealStack(opts: RealStackOptions = {}): Promise<RealS
       await upstream.stop();
       await oc.stop();
       await model.close();
+      store.remove();
     },
   };
   return stack;
