@@ -12,7 +12,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { gzip } from "node:zlib";
 import type { Logger } from "pino";
 import type { ProtocolLine } from "../contract/catalog.js";
-import { isExpectedError, toA2AError, A2AError } from "../contract/errors.js";
 import type { CredentialResolver } from "../auth/index.js";
 import type { AuditRecorder } from "../audit/index.js";
 import { negotiateVersion, VERSION_HEADER } from "../protocol/version.js";
@@ -21,8 +20,8 @@ import { sendEventStream } from "../transport/sse.js";
 import { recordAudit } from "./middleware/audit.js";
 import { authenticate } from "./middleware/auth.js";
 import { acceptsGzip } from "./middleware/compress.js";
-import { ClientAbortedError, readRequestBody } from "./middleware/body.js";
-import { errorAnswer } from "./middleware/errors.js";
+import { readRequestBody } from "./middleware/body.js";
+import { errorAnswer, failureOf } from "./middleware/errors.js";
 import type { AuditCall, RequestState } from "./state.js";
 
 export interface JsonRpcEdgeDeps {
@@ -59,6 +58,11 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
     const state: RequestState = { line: deps.defaultLine, explicitVersion: false, jsonrpc: true, calls };
     let streaming = false;
 
+    const setHeaders = (headers: Record<string, string>): void => {
+      if (res.headersSent) return;
+      for (const name in headers) res.setHeader(name, headers[name]!);
+    };
+
     const send = (status: number, body: string | Buffer | undefined): void => {
       if (res.headersSent || res.writableEnded || res.destroyed) return;
       res.statusCode = status;
@@ -90,9 +94,7 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
 
     const exchange: RpcExchange = {
       state,
-      setHeaders: (headers) => {
-        for (const name in headers) res.setHeader(name, headers[name]!);
-      },
+      setHeaders,
       json: sendJson,
       noContent: () => send(204, undefined),
       stream: (stream, framing, budget) => {
@@ -102,16 +104,10 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
     };
 
     const fail = (raw: unknown): void => {
-      if (raw instanceof ClientAbortedError) {
-        // The client reset the connection mid-body: usually nobody is left to answer, and it is not a gateway failure.
-        deps.log.debug({ err: raw, path: "/" }, "client aborted the request");
-        raw = new A2AError("PARSE_ERROR", "The request body could not be read completely");
-      } else if (!isExpectedError(raw)) deps.log.error({ err: raw, path: "/" }, "unhandled error");
-      const err = toA2AError(raw);
+      const err = failureOf(raw, deps.log, "/");
       state.errorReason = err.reason;
-      if (res.headersSent || res.writableEnded || res.destroyed) return;
       const answer = errorAnswer(err, state.line, true);
-      for (const name in answer.headers) res.setHeader(name, answer.headers[name]!);
+      setHeaders(answer.headers);
       send(answer.status, JSON.stringify(answer.body));
     };
 
@@ -145,8 +141,7 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
       const origin = req.headers.origin;
       if (origin !== undefined) {
         res.setHeader("Vary", `${VERSION_HEADER}, Accept-Encoding, Origin`);
-        const cors = deps.checkOrigin(origin, false);
-        for (const name in cors) res.setHeader(name, cors[name]!);
+        setHeaders(deps.checkOrigin(origin, false));
       }
       state.principal = authenticate(deps.resolver, req.headers);
       state.rawBody = await readRequestBody(req, deps.maxBodyBytes);

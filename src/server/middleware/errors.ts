@@ -40,20 +40,26 @@ export function sendError(ctx: Context, err: A2AError): void {
   ctx.body = answer.body;
 }
 
+/**
+ * The typed error a failed request is answered with, logged as it deserves (shared by the Koa boundary and the
+ * JSON-RPC edge): a client that went away mid-body is no gateway failure (debug, PARSE_ERROR); an unexpected error
+ * is logged as one.
+ */
+export function failureOf(raw: unknown, log: Pick<Logger, "debug" | "error">, path: string): A2AError {
+  if (raw instanceof ClientAbortedError) {
+    log.debug({ err: raw, path }, "client aborted the request");
+    return new A2AError("PARSE_ERROR", "The request body could not be read completely");
+  }
+  if (!isExpectedError(raw)) log.error({ err: raw, path }, "unhandled error");
+  return toA2AError(raw);
+}
+
 export function errorBoundary(log: Logger) {
   return async function errors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
     } catch (raw) {
-      if (raw instanceof ClientAbortedError) {
-        // The client reset the connection mid-body: usually nobody is left to answer, and it is not a gateway failure.
-        log.debug({ err: raw, path: ctx.path }, "client aborted the request");
-        if (ctx.headerSent || !ctx.writable) return;
-        sendError(ctx, new A2AError("PARSE_ERROR", "The request body could not be read completely"));
-        return;
-      }
-      const err = toA2AError(raw);
-      if (!isExpectedError(raw)) log.error({ err: raw, path: ctx.path }, "unhandled error");
+      const err = failureOf(raw, log, ctx.path);
       if (ctx.headerSent || !ctx.writable) return;
       sendError(ctx, err);
     }
