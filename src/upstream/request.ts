@@ -49,16 +49,82 @@ function hasInterceptors(client: Client): boolean {
   return request.fns.some(Boolean) || response.fns.some(Boolean) || error.fns.some(Boolean);
 }
 
-/** The body-less Response the result carries (status and headers as received). */
+/**
+ * The body-less Response the result carries: status and headers as received, no body (it is already parsed into
+ * data/error). It answers like `new Response(null, { status, statusText, headers })` does, but a WHATWG Response and
+ * Headers are built only if something asks for them (`headers`, `clone`): undici's constructors cost more per call
+ * than the rest of this path, and most callers read only `ok` and `status`.
+ */
+class BodylessResponse implements Response {
+  readonly body = null;
+  readonly bodyUsed = false;
+  readonly redirected = false;
+  readonly type: ResponseType = "default";
+  readonly url = "";
+  readonly ok: boolean;
+  readonly status: number;
+  readonly statusText: string;
+  #rawHeaders: string[];
+  #headers: Headers | undefined;
+
+  constructor(answer: HttpAnswer) {
+    this.status = answer.status;
+    this.statusText = answer.statusText;
+    this.ok = answer.status >= 200 && answer.status <= 299;
+    this.#rawHeaders = answer.rawHeaders;
+  }
+
+  get headers(): Headers {
+    if (this.#headers === undefined) {
+      const headers = new Headers();
+      for (let i = 0; i + 1 < this.#rawHeaders.length; i += 2) headers.append(this.#rawHeaders[i]!, this.#rawHeaders[i + 1]!);
+      this.#headers = headers;
+    }
+    return this.#headers;
+  }
+
+  #real(): Response {
+    return new Response(null, { status: this.status, statusText: this.statusText, headers: this.headers });
+  }
+
+  clone(): Response {
+    return this.#real();
+  }
+  arrayBuffer(): Promise<ArrayBuffer> {
+    return this.#real().arrayBuffer();
+  }
+  blob(): Promise<Blob> {
+    return this.#real().blob();
+  }
+  bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    return this.#real().arrayBuffer().then((b) => new Uint8Array(b));
+  }
+  formData(): Promise<FormData> {
+    return this.#real().formData();
+  }
+  json(): Promise<unknown> {
+    return this.#real().json();
+  }
+  text(): Promise<string> {
+    return this.#real().text();
+  }
+}
+
 function responseOf(answer: HttpAnswer): Response {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) headers.append(answer.rawHeaders[i]!, answer.rawHeaders[i + 1]!);
-  return new Response(null, { status: answer.status, statusText: answer.statusText, headers });
+  return new BodylessResponse(answer);
+}
+
+/** A header of the answer as `Headers.get` gives it (case-insensitive, repeats joined with ", "), or null. */
+function headerOf(answer: HttpAnswer, name: string): string | null {
+  let value: string | null = null;
+  for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2)
+    if (answer.rawHeaders[i]!.toLowerCase() === name) value = value === null ? answer.rawHeaders[i + 1]! : `${value}, ${answer.rawHeaders[i + 1]!}`;
+  return value;
 }
 
 /** The answer's body as `parseAs` (generated semantics; the rare kinds go through a Response that holds the bytes). */
 async function parse(answer: HttpAnswer, response: Response, parseAs: string): Promise<unknown> {
-  const empty = answer.status === 204 || response.headers.get("Content-Length") === "0";
+  const empty = answer.status === 204 || headerOf(answer, "content-length") === "0";
   if (parseAs === "json") {
     if (empty) return {};
     const text = utf8.decode(answer.body);
@@ -114,7 +180,7 @@ export function onTransport(client: Client, transport: HttpTransport): Client {
     }
 
     if (response.ok) {
-      const parseAs = (opts.parseAs === "auto" ? getParseAs(response.headers.get("Content-Type")) : opts.parseAs) ?? "json";
+      const parseAs = (opts.parseAs === "auto" ? getParseAs(headerOf(answer, "content-type")) : opts.parseAs) ?? "json";
       const data = await parse(answer, response, parseAs);
       return opts.responseStyle === "data" ? data : { data, response };
     }

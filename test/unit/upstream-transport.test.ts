@@ -68,6 +68,8 @@ async function observe(p: Promise<unknown>) {
     ok: r.response?.ok,
     cursor: r.response?.headers.get("x-next-cursor"),
     type: r.response?.headers.get("content-type"),
+    statusText: r.response?.statusText,
+    redirected: r.response?.redirected,
   };
 }
 
@@ -115,6 +117,35 @@ describe("the generated request cycle on node:http", () => {
     answers.set("GET /session/ses_3", { status: 200, type: "application/json", body: '{"id":"ses_3"}' });
     const data = await lean.get({ url: "/session/{sessionID}", path: { sessionID: "ses_3" }, responseStyle: "data" });
     expect(data).toEqual(await generated.get({ url: "/session/{sessionID}", path: { sessionID: "ses_3" }, responseStyle: "data" }));
+    transport.close();
+  });
+
+  it("the result's response is body-less and reads like new Response(null, …) with the answer's status and headers", async () => {
+    const { lean, transport } = clients();
+    answers.set("GET /session/ses_4", { status: 201, type: "application/json", body: '{"id":"ses_4"}', headers: { "x-next-cursor": "c1" } });
+    const r = (await lean.get({ url: "/session/{sessionID}", path: { sessionID: "ses_4" } })) as { data: unknown; response: Response };
+    expect(r.data).toEqual({ id: "ses_4" });
+    const like = new Response(null, { status: r.response.status, statusText: r.response.statusText, headers: r.response.headers });
+    const surface = async (x: Response) => ({
+      status: x.status,
+      ok: x.ok,
+      type: x.headers.get("content-type"),
+      cursor: x.headers.get("x-next-cursor"),
+      body: x.body,
+      bodyUsed: x.bodyUsed,
+      redirected: x.redirected,
+      url: x.url,
+      clone: [x.clone().status, x.clone().headers.get("x-next-cursor")],
+      text: await x.clone().text(),
+      bytes: (await x.clone().arrayBuffer()).byteLength,
+      json: await x.clone().json().then(
+        () => "resolved",
+        (e: Error) => e.name,
+      ),
+    });
+    expect(await surface(r.response)).toEqual(await surface(like));
+    expect(r.response.status).toBe(201);
+    expect(r.response.headers.get("x-next-cursor")).toBe("c1");
     transport.close();
   });
 });
