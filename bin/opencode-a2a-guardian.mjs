@@ -12,8 +12,10 @@
 //
 // OpenCode runs in the guardian's process group (the gateway starts the guardian detached, as a group leader, and
 // signals the whole group), writes to the guardian's stdout/stderr (the gateway's pipes), and its exit status is
-// the guardian's: the same code, or the same signal re-raised.
+// the guardian's: the same code, or the same signal re-raised. OpenCode's pid is written to fd 3 (a pipe the gateway
+// opens) once it is spawned.
 import { spawn } from "node:child_process";
+import fs from "node:fs";
 
 const [graceArg, binary, ...args] = process.argv.slice(2);
 const graceMs = Number(graceArg);
@@ -23,6 +25,15 @@ if (binary === undefined || !Number.isFinite(graceMs)) {
 }
 
 const child = spawn(binary, args, { stdio: ["ignore", "inherit", "inherit"] });
+// OpenCode's pid, on fd 3 when the gateway opened it (a pipe): the gateway logs the process it really runs.
+if (child.pid !== undefined) {
+  try {
+    fs.writeSync(3, `${child.pid}\n`);
+    fs.closeSync(3);
+  } catch {
+    // no fd 3: started by hand
+  }
+}
 let stopping = false;
 
 /** @param {NodeJS.Signals} signal */

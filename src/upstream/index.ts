@@ -21,7 +21,7 @@ export interface UpstreamStatus {
   version: string | undefined;
   error: string | undefined;
   events: HubStatus;
-  managed?: { pid: number | undefined; restarts: number };
+  managed?: { pid: number | undefined; guardianPid: number | undefined; restarts: number };
 }
 
 export interface Upstream {
@@ -67,7 +67,7 @@ export async function startUpstream(config: Config, log: Logger, opts: StartUpst
     managed.on("restarting", (delayMs, attempt) => upstreamLog.warn({ delayMs, attempt }, "restarting managed opencode"));
     managed.on("error", (error) => upstreamLog.error({ err: error.message }, "managed opencode failed to start"));
     baseUrl = await managed.start();
-    upstreamLog.info({ url: baseUrl, pid: managed.pid }, "managed opencode ready");
+    upstreamLog.info({ url: baseUrl, pid: managed.pid, guardianPid: managed.guardianPid }, "managed opencode ready");
   }
 
   const client = new UpstreamClient({
@@ -118,7 +118,7 @@ export async function startUpstream(config: Config, log: Logger, opts: StartUpst
         version,
         error,
         events: hub.status(),
-        ...(managed === undefined ? {} : { managed: { pid: managed.pid, restarts: managed.restarts } }),
+        ...(managed === undefined ? {} : { managed: { pid: managed.pid, guardianPid: managed.guardianPid, restarts: managed.restarts } }),
       };
     },
     async stop() {

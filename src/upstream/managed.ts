@@ -12,6 +12,7 @@
 // - OpenCode runs under bin/opencode-a2a-guardian.mjs, which stops it when the gateway dies without running any code
 //   (SIGKILL).
 import { spawn, type ChildProcess } from "node:child_process";
+import type { Readable } from "node:stream";
 import path from "node:path";
 import { packageRoot } from "../contract/catalog.js";
 import { EventEmitter } from "node:events";
@@ -40,6 +41,7 @@ export interface ManagedOpencodeOptions {
 }
 
 export interface ManagedOpencodeEvents {
+  /** OpenCode listens at `url`; `pid` is its own (-1 if its guardian did not report it). */
   ready: [url: string, pid: number];
   exit: [code: number | null, signal: NodeJS.Signals | null];
   restarting: [delayMs: number, attempt: number];
@@ -108,6 +110,7 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
   #restartTimer: NodeJS.Timeout | undefined;
   #restarts = 0;
   #startedAt = 0;
+  #opencodePid: number | undefined;
   readonly #opts: Required<Omit<ManagedOpencodeOptions, "password" | "onLine" | "port">> &
     Pick<ManagedOpencodeOptions, "password" | "onLine">;
 
@@ -130,8 +133,13 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
   }
 
   /** The guardian's pid, which is also the process group of OpenCode (signal `-pid` to reach both). */
-  get pid(): number | undefined {
+  get guardianPid(): number | undefined {
     return this.#child !== undefined && running(this.#child) ? this.#child.pid : undefined;
+  }
+
+  /** OpenCode's own pid, as its guardian reported it. */
+  get pid(): number | undefined {
+    return this.guardianPid === undefined ? undefined : this.#opencodePid;
   }
 
   get restarts(): number {
@@ -162,22 +170,33 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
     const child = spawn(process.execPath, [GUARDIAN, String(this.#opts.stopGraceMs), ...serve], {
       cwd: this.#opts.cwd,
       env: this.#opts.env,
-      // stdin: the pipe whose closing (this process gone) tells the guardian to stop OpenCode.
-      stdio: ["pipe", "pipe", "pipe"],
+      // stdin: the pipe whose closing (this process gone) tells the guardian to stop OpenCode; fd 3: the guardian
+      // writes OpenCode's pid there.
+      stdio: ["pipe", "pipe", "pipe", "pipe"],
       // Own process group: a terminal's Ctrl-C reaches the gateway, which stops OpenCode in order.
       detached: true,
     });
     live.add(child);
     installExitHook();
     child.once("exit", () => live.delete(child));
+    let opencodePid: number | undefined;
+    let reported = "";
+    const report = child.stdio[3] as Readable | null;
+    report?.on("data", (d: Buffer) => {
+      reported += d.toString();
+      const pid = Number(reported.trim());
+      if (reported.includes("\n") && Number.isSafeInteger(pid) && pid > 0) opencodePid = pid;
+    });
+    report?.on("error", () => undefined);
     try {
       const url = await this.#waitForListening(child);
       await this.#waitHealthy(url, child);
+      this.#opencodePid = opencodePid;
       this.#child = child;
       this.#url = url;
       this.#port = Number(new URL(url).port) || this.#port;
       this.#startedAt = Date.now();
-      this.emit("ready", url, child.pid ?? -1);
+      this.emit("ready", url, opencodePid ?? -1);
       return { child, url };
     } catch (error) {
       await this.#terminate(child);

@@ -126,6 +126,12 @@ describe("npm start without OPENCODE_BASE_URL", () => {
       expect(guardian, JSON.stringify(tree)).toBeDefined();
       expect(childrenOf(guardian!.pid).map((p) => p.pid)).toContain(opencode!.pid);
       expect(opencode!.cmdline).toEqual(expect.arrayContaining(["--hostname", "127.0.0.1"]));
+      // The log names the process the gateway really runs (the guardian reports OpenCode's pid on fd 3).
+      const ready = output.text
+        .split("\n")
+        .filter((l) => l.includes('"managed opencode ready"'))
+        .map((l) => JSON.parse(l) as { pid?: number; guardianPid?: number });
+      expect(ready).toEqual([expect.objectContaining({ pid: opencode!.pid, guardianPid: guardian!.pid })]);
 
       // The child is password-protected with a secret generated for this run, which is never printed.
       const environ = fs.readFileSync(`/proc/${opencode!.pid}/environ`, "utf8").split("\0");
