@@ -12,10 +12,9 @@ export const AUDIT_SUBJECT_MAX_CHARS = 256;
 
 const obj = (v: unknown): Obj | undefined => (isObject(v) ? v : undefined);
 
-/** The first non-empty string among `values`, capped. */
-function first(...values: unknown[]): string | undefined {
-  for (const v of values) if (typeof v === "string" && v !== "") return v.slice(0, AUDIT_SUBJECT_MAX_CHARS);
-  return undefined;
+/** `v` capped when it is a non-empty string, else undefined: chained with `??`, the first such value wins. */
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v.slice(0, AUDIT_SUBJECT_MAX_CHARS) : undefined;
 }
 
 /** `metadata.shared.session.id` of an object. */
@@ -48,29 +47,18 @@ export function auditSubject(params: unknown, result: unknown): AuditSubject {
   const task = taskLike(r?.task) ?? taskLike(result);
   const reply = messageLike(r?.message) ?? messageLike(result);
 
-  const task_id = first(p?.taskId, p?.task_id, message?.taskId, message?.task_id, p?.id, task?.id, reply?.taskId, reply?.task_id);
-  const context_id = first(
-    p?.contextId,
-    p?.context_id,
-    message?.contextId,
-    message?.context_id,
-    task?.contextId,
-    task?.context_id,
-    reply?.contextId,
-    reply?.context_id,
-    r?.contextId,
-    r?.context_id,
-  );
-  const session_id = first(
-    p?.session_id,
-    p?.sessionId,
-    sharedSessionId(p),
-    sharedSessionId(message),
-    sharedSessionId(task),
-  );
-  return {
-    ...(task_id === undefined ? {} : { task_id }),
-    ...(context_id === undefined ? {} : { context_id }),
-    ...(session_id === undefined ? {} : { session_id }),
-  };
+  // Each chain reads its candidates in order and stops at the first non-empty string (it runs once per audited call).
+  const task_id =
+    str(p?.taskId) ?? str(p?.task_id) ?? str(message?.taskId) ?? str(message?.task_id) ?? str(p?.id) ?? str(task?.id) ??
+    str(reply?.taskId) ?? str(reply?.task_id);
+  const context_id =
+    str(p?.contextId) ?? str(p?.context_id) ?? str(message?.contextId) ?? str(message?.context_id) ?? str(task?.contextId) ??
+    str(task?.context_id) ?? str(reply?.contextId) ?? str(reply?.context_id) ?? str(r?.contextId) ?? str(r?.context_id);
+  const session_id =
+    str(p?.session_id) ?? str(p?.sessionId) ?? str(sharedSessionId(p)) ?? str(sharedSessionId(message)) ?? str(sharedSessionId(task));
+  const out: AuditSubject = {};
+  if (task_id !== undefined) out.task_id = task_id;
+  if (context_id !== undefined) out.context_id = context_id;
+  if (session_id !== undefined) out.session_id = session_id;
+  return out;
 }

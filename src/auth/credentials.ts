@@ -3,7 +3,7 @@
 // to the SHA-256 digest of its secret; a request's secret is hashed once and compared with every credential of its
 // scheme by timingSafeEqual, without an early exit, so the time taken does not depend on which credential (if any)
 // matched or on how long the presented secret is.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 import fs from "node:fs";
 import type { AccessControl } from "../contract/catalog.js";
 import type { CredentialResolver, Principal, Scheme, SchemeInfo } from "./index.js";
@@ -59,7 +59,9 @@ export const CREDENTIAL_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 const KNOWN_FIELDS = new Set(["id", "principal", "scheme", "secret", "secret_hash", "trust_level", "scopes", "enabled", "expires_at", "rate_limit", "created_at", "description"]);
 
 export function digestOf(secret: string): Buffer {
-  return createHash("sha256").update(secret, "utf8").digest();
+  // One-shot crypto.hash (Node >= 20.12): the same digest as createHash().update().digest() at half the cost, which
+  // matters because every authenticated request hashes its secret.
+  return hash("sha256", secret, "buffer");
 }
 
 export function secretHash(secret: string): string {

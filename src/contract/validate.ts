@@ -82,6 +82,17 @@ export function explain(id: string, value: unknown): Violation[] {
   return out.length ? out : [{ field: "(root)", description: "does not match the schema" }];
 }
 
+/**
+ * The verdict at once when the validator of `id` is already loaded (preloadValidators at startup loads every
+ * params and body schema), so the request path does not wait on promises; undefined when it is not loaded yet.
+ */
+export function validateLoaded(id: string, value: unknown): ValidationResult | undefined {
+  const mod = loaded.get(id);
+  if (mod === undefined) return undefined;
+  if (mod.Check(value)) return { ok: true };
+  return { ok: false, violations: explain(id, value) };
+}
+
 export async function validate(id: string, value: unknown): Promise<ValidationResult> {
   const mod = await validatorFor(id);
   if (mod.Check(value)) return { ok: true };

@@ -138,7 +138,7 @@ export function taskHandlers(runtime: TaskRuntime): Record<string, MethodHandler
     get: async (params, call) => {
       const codec = codecOf(call);
       const query = codec.decodeTaskQuery(call.transport === "rest" ? pathAndQuery(params) : params);
-      const task = filterTask(runtime.get(call.principal, query.id), resultAccess(call.principal));
+      const task = filterTask(runtime.read(call.principal, query.id), resultAccess(call.principal));
       return codec.task(task, query.historyLength === undefined ? {} : { historyLength: query.historyLength });
     },
     list: async (params, call) => {

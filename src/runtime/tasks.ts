@@ -28,7 +28,7 @@ import {
   type Task,
   type TaskState,
 } from "../protocol/model.js";
-import type { TaskRecord, TaskStore } from "../storage/tasks.js";
+import type { TaskStore } from "../storage/tasks.js";
 import type { EventHub, Subscription } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
@@ -640,11 +640,18 @@ export class TaskRuntime {
 
   // ---- get / list -----------------------------------------------------------------------------------------
 
-  /** The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". */
-  #visible(principal: Principal, taskId: string): { task: Task; owner: string } {
+  /**
+   * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
+   * live turn comes from `lookup` (the store's get by default).
+   */
+  #visible(
+    principal: Principal,
+    taskId: string,
+    lookup: (id: string) => { task: Task; owner: string } | undefined = (id) => this.opts.store.get(id),
+  ): { task: Task; owner: string } {
     const live = this.#live.get(taskId);
     if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
-    const record: TaskRecord | undefined = this.opts.store.get(taskId);
+    const record = lookup(taskId);
     if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
       throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     }
@@ -652,10 +659,19 @@ export class TaskRuntime {
   }
 
   get(principal: Principal, taskId: string): Task {
-    const live = this.#live.get(taskId);
     const { task } = this.#visible(principal, taskId);
     // A stored task is a fresh copy already; a live one is still being written to.
-    return live !== undefined && live.task === task ? structuredClone(task) : task;
+    return this.#live.get(taskId)?.task === task ? structuredClone(task) : task;
+  }
+
+  /**
+   * get() for a caller that only reads the task (GetTask encodes it for the wire): a stored task comes from the
+   * store's view() and may be shared and frozen, so nothing is copied for it; a live one is still copied.
+   */
+  read(principal: Principal, taskId: string): Task {
+    const store = this.opts.store;
+    const { task } = this.#visible(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id)));
+    return this.#live.get(taskId)?.task === task ? structuredClone(task) : task;
   }
 
   list(principal: Principal, params: ListParams) {

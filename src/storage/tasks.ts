@@ -24,6 +24,21 @@ export interface StoredTask extends TaskExtra {
   updatedAt: string;
 }
 
+/** What TaskStore.view returns: never to be modified (it may be frozen and shared). */
+export interface StoredTaskView {
+  readonly task: Task;
+  readonly owner: string;
+}
+
+/** Freezes a parsed snapshot and everything in it (plain JSON: objects, arrays, primitives). */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key in value) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
 /** The name src/runtime uses for a stored task. */
 export type TaskRecord = StoredTask;
 
@@ -49,6 +64,12 @@ export interface TaskStore {
   /** Insert a new task. A duplicate id → A2AError("INVALID_PARAMS"). */
   create(task: Task, owner: string, extra?: TaskExtra): void;
   get(id: string): StoredTask | undefined;
+  /**
+   * The task and its owner for callers that only read it (GetTask encodes it): unlike get(), the task may be shared
+   * between calls and with the store (the memory store keeps it, deeply frozen, until the task is saved again).
+   * Optional: a store without it is read through get().
+   */
+  view?(id: string): StoredTaskView | undefined;
   /** Replace the snapshot unless the stored state is already terminal. */
   save(task: Task): SaveResult;
   /** Update the binding fields of an existing task (only the given keys). Returns false when the task is unknown. */
@@ -166,6 +187,8 @@ interface MemoryRow {
   state: TaskState;
   ts: string;
   json: string;
+  /** The parsed snapshot handed out by view(), made on first read and dropped when the snapshot changes. */
+  view: StoredTaskView | undefined;
   extra: TaskExtra;
   createdAt: string;
   updatedAt: string;
@@ -194,6 +217,7 @@ export class MemoryTaskStore implements TaskStore {
       state: task.status.state,
       ts: canonicalTimestamp(task.status.timestamp),
       json: serialize(task),
+      view: undefined,
       extra: copyExtra(extra),
       createdAt: stamp,
       updatedAt: stamp,
@@ -206,6 +230,12 @@ export class MemoryTaskStore implements TaskStore {
     return { task: JSON.parse(row.json) as Task, owner: row.owner, ...copyExtra(row.extra), createdAt: row.createdAt, updatedAt: row.updatedAt };
   }
 
+  view(id: string): StoredTaskView | undefined {
+    const row = this.rows.get(id);
+    if (row === undefined) return undefined;
+    return (row.view ??= { task: deepFreeze(JSON.parse(row.json) as Task), owner: row.owner });
+  }
+
   save(task: Task): SaveResult {
     const row = this.rows.get(task.id);
     if (row === undefined) return { applied: false, reason: "not_found" };
@@ -214,6 +244,7 @@ export class MemoryTaskStore implements TaskStore {
     row.state = task.status.state;
     row.ts = canonicalTimestamp(task.status.timestamp);
     row.json = serialize(task);
+    row.view = undefined;
     row.updatedAt = new Date().toISOString();
     return { applied: true };
   }
@@ -333,6 +364,16 @@ export class SqliteTaskStore implements TaskStore {
       if (row.session_id !== null) out.sessionId = row.session_id;
       if (row.directory !== null) out.directory = row.directory;
       return out;
+    });
+  }
+
+  view(id: string): StoredTaskView | undefined {
+    return this.store.guard("tasks.view", () => {
+      // Only what a read needs: no binding columns to fetch and decode.
+      const row = this.store.statement("SELECT owner, task_json FROM a2a_tasks WHERE id = ?").get(id) as
+        | { owner: string; task_json: string }
+        | undefined;
+      return row === undefined ? undefined : { task: JSON.parse(row.task_json) as Task, owner: row.owner };
     });
   }
 

@@ -103,6 +103,25 @@ describe.each(backends)("%s backend", (_name, open) => {
       expect(storage.tasks.count()).toBe(1);
     });
 
+    it("view(): the task and owner as get() has them, read-only, and current after every save", () => {
+      const task = makeTask("t1");
+      storage.tasks.create(task, "alice", { sessionId: "ses_1" });
+      const view = storage.tasks.view!("t1");
+      expect(view).toEqual({ task, owner: "alice" });
+      expect(view?.task).toEqual(storage.tasks.get("t1")?.task);
+      // The memory store shares its parsed snapshot between reads: deeply frozen, it cannot be written through.
+      if (_name === "memory") {
+        expect(storage.tasks.view!("t1")).toBe(view);
+        expect(() => ((view!.task.status as { state: string }).state = "failed")).toThrow(TypeError);
+        expect(Object.isFrozen(view!.task.history![0]!.parts[0])).toBe(true);
+      }
+      expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
+      const next = { ...task, status: { state: "completed" as const, timestamp: ts(9) } };
+      expect(storage.tasks.save(next)).toEqual({ applied: true });
+      expect(storage.tasks.view!("t1")?.task).toEqual(next);
+      expect(storage.tasks.view!("nope")).toBeUndefined();
+    });
+
     it("omits absent binding fields and updates them selectively", () => {
       storage.tasks.create(makeTask("t1"), "alice");
       const got = storage.tasks.get("t1")!;

@@ -4,7 +4,7 @@
 // bodies and no secrets: the method, the task/context/session ids the call named or produced, the outcome. The
 // entries are built after the answer is on its way (setImmediate), off the request's latency.
 import type { Context, Next } from "koa";
-import { auditSubject, type AuditRecorder } from "../../audit/index.js";
+import { auditSubject, type AuditRecorder, type AuditRecordInput } from "../../audit/index.js";
 import type { ProtocolLine } from "../../contract/catalog.js";
 import type { Principal } from "../../auth/index.js";
 import type { AuditCall, RequestState } from "../state.js";
@@ -24,40 +24,65 @@ export interface AuditedRequest {
   calls: AuditCall[];
 }
 
+// Requests answered in the same turn of the event loop share one setImmediate: the entries are still built after
+// the answers are on their way, in the order the requests were answered, without a timer per request.
+let queued: { recorder: AuditRecorder; req: AuditedRequest }[] = [];
+
+function buildQueued(): void {
+  const batch = queued;
+  queued = [];
+  for (const { recorder, req } of batch) buildEntries(recorder, req);
+}
+
 /** Queues the request's entries; they are built on the next turn of the event loop. */
 export function recordAudit(recorder: AuditRecorder, req: AuditedRequest): void {
-  setImmediate(() => {
-    const common = {
-      principal: req.principal?.id ?? null,
-      credential_id: req.principal?.credentialId ?? null,
-      transport: req.jsonrpc ? ("jsonrpc" as const) : ("rest" as const),
+  if (queued.length === 0) setImmediate(buildQueued);
+  queued.push({ recorder, req });
+}
+
+function buildEntries(recorder: AuditRecorder, req: AuditedRequest): void {
+  const principal = req.principal?.id ?? null;
+  const credential_id = req.principal?.credentialId ?? null;
+  const transport = req.jsonrpc ? ("jsonrpc" as const) : ("rest" as const);
+  const duration_ms = Math.round(req.durationMs * 1000) / 1000;
+  if (req.calls.length === 0) {
+    const failed = req.status >= 400 || req.errorReason !== undefined;
+    const entry: AuditRecordInput = {
+      principal,
+      credential_id,
+      transport,
       line: req.line,
       status: req.status,
-      duration_ms: Math.round(req.durationMs * 1000) / 1000,
+      duration_ms,
       client_ip: req.clientIp,
+      method: req.requestMethod,
+      outcome: failed ? "error" : "ok",
     };
-    if (req.calls.length === 0) {
-      const failed = req.status >= 400 || req.errorReason !== undefined;
-      recorder.record({
-        ...common,
-        method: req.requestMethod,
-        outcome: failed ? "error" : "ok",
-        ...(req.errorReason !== undefined ? { error_reason: req.errorReason } : {}),
-      });
-      return;
-    }
-    for (const call of req.calls) {
-      // A REST call that failed has its reason; a JSON-RPC call its own, whatever the HTTP status.
-      const error = call.error ?? (req.jsonrpc ? undefined : req.errorReason);
-      recorder.record({
-        ...common,
-        ...auditSubject(call.params, call.result),
-        method: call.method,
-        outcome: error !== undefined ? "error" : "ok",
-        ...(error !== undefined ? { error_reason: error } : {}),
-      });
-    }
-  });
+    if (req.errorReason !== undefined) entry.error_reason = req.errorReason;
+    recorder.record(entry);
+    return;
+  }
+  for (const call of req.calls) {
+    // A REST call that failed has its reason; a JSON-RPC call its own, whatever the HTTP status.
+    const error = call.error ?? (req.jsonrpc ? undefined : req.errorReason);
+    const subject = auditSubject(call.params, call.result);
+    const entry: AuditRecordInput = {
+      principal,
+      credential_id,
+      transport,
+      line: req.line,
+      status: req.status,
+      duration_ms,
+      client_ip: req.clientIp,
+      method: call.method,
+      outcome: error !== undefined ? "error" : "ok",
+    };
+    if (subject.task_id !== undefined) entry.task_id = subject.task_id;
+    if (subject.context_id !== undefined) entry.context_id = subject.context_id;
+    if (subject.session_id !== undefined) entry.session_id = subject.session_id;
+    if (error !== undefined) entry.error_reason = error;
+    recorder.record(entry);
+  }
 }
 
 export function auditTrail(recorder: AuditRecorder) {
