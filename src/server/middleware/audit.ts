@@ -45,9 +45,9 @@ function buildEntries(recorder: AuditRecorder, req: AuditedRequest): void {
   const credential_id = req.principal?.credentialId ?? null;
   const transport = req.jsonrpc ? ("jsonrpc" as const) : ("rest" as const);
   const duration_ms = Math.round(req.durationMs * 1000) / 1000;
-  if (req.calls.length === 0) {
-    const failed = req.status >= 400 || req.errorReason !== undefined;
-    const entry: AuditRecordInput = {
+  /** One entry: the request's members, then the call's method and outcome (the recorder sets the stored order). */
+  const entry = (method: string, error: string | undefined, failed: boolean): AuditRecordInput => {
+    const e: AuditRecordInput = {
       principal,
       credential_id,
       transport,
@@ -55,33 +55,25 @@ function buildEntries(recorder: AuditRecorder, req: AuditedRequest): void {
       status: req.status,
       duration_ms,
       client_ip: req.clientIp,
-      method: req.requestMethod,
+      method,
       outcome: failed ? "error" : "ok",
     };
-    if (req.errorReason !== undefined) entry.error_reason = req.errorReason;
-    recorder.record(entry);
+    if (error !== undefined) e.error_reason = error;
+    return e;
+  };
+  if (req.calls.length === 0) {
+    recorder.record(entry(req.requestMethod, req.errorReason, req.status >= 400 || req.errorReason !== undefined));
     return;
   }
   for (const call of req.calls) {
     // A REST call that failed has its reason; a JSON-RPC call its own, whatever the HTTP status.
     const error = call.error ?? (req.jsonrpc ? undefined : req.errorReason);
     const subject = auditSubject(call.params, call.result);
-    const entry: AuditRecordInput = {
-      principal,
-      credential_id,
-      transport,
-      line: req.line,
-      status: req.status,
-      duration_ms,
-      client_ip: req.clientIp,
-      method: call.method,
-      outcome: error !== undefined ? "error" : "ok",
-    };
-    if (subject.task_id !== undefined) entry.task_id = subject.task_id;
-    if (subject.context_id !== undefined) entry.context_id = subject.context_id;
-    if (subject.session_id !== undefined) entry.session_id = subject.session_id;
-    if (error !== undefined) entry.error_reason = error;
-    recorder.record(entry);
+    const e = entry(call.method, error, error !== undefined);
+    if (subject.task_id !== undefined) e.task_id = subject.task_id;
+    if (subject.context_id !== undefined) e.context_id = subject.context_id;
+    if (subject.session_id !== undefined) e.session_id = subject.session_id;
+    recorder.record(e);
   }
 }
 
