@@ -20,11 +20,13 @@
 //
 // Knobs: BENCH_SEQUENTIAL (turns per mode, default 600), BENCH_CONCURRENCY (16), BENCH_THROUGHPUT (turns per
 // throughput run, 1000), BENCH_ROUNDS (interleaved rounds, 3), BENCH_GET_REQUESTS (GetTask calls per target and
-// concurrency, 7500), BENCH_GET_CONCURRENCY ("8,32"), BENCH_TASKS (10000).
+// concurrency, 7500), BENCH_GET_CONCURRENCY ("8,32"), BENCH_TASKS (10000), BENCH_GET_CLIENT ("lean": one bare
+// keep-alive socket per worker, see LeanConnection; "node": node:http with a keep-alive agent).
 import type { ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { CredentialRegistry } from "../../src/auth/credentials.js";
@@ -48,6 +50,8 @@ const ROUNDS = num("BENCH_ROUNDS", 3);
 const GET_REQUESTS = num("BENCH_GET_REQUESTS", 7500);
 const GET_CONCURRENCY = (process.env.BENCH_GET_CONCURRENCY ?? "8,32").split(",").map(Number);
 if (!GET_CONCURRENCY.every((c) => Number.isInteger(c) && c > 0)) throw new Error("BENCH_GET_CONCURRENCY must list positive integers");
+const GET_CLIENT = process.env.BENCH_GET_CLIENT ?? "lean";
+if (GET_CLIENT !== "lean" && GET_CLIENT !== "node") throw new Error('BENCH_GET_CLIENT must be "lean" or "node"');
 const TASKS = num("BENCH_TASKS", 10_000);
 const DEADLINE_MS = 180_000;
 const WARMUP = 200;
@@ -526,6 +530,73 @@ function fillGatewayStore(file: string): { owner: string; ms: number } {
   return { owner: principal.id, ms: msSince(start) };
 }
 
+/**
+ * The GetTask load generator's connection: one bare keep-alive socket, one request at a time (no pipelining), the
+ * request head built once, each answer framed by its Content-Length (both servers send one for JSON). The load
+ * client shares the 2 cores with the server it measures; node:http's client spends about 170-220 µs of CPU per call
+ * there, which both servers lose alike and which caps the faster one's rate the most. This one needs less (the
+ * report prints the client's CPU per call either way; BENCH_GET_CLIENT=node measures with node:http).
+ */
+class LeanConnection {
+  readonly #socket: net.Socket;
+  readonly #head: string;
+  #buf: Buffer = Buffer.alloc(0);
+  #waiter: { resolve: (r: { status: number; text: string }) => void; reject: (e: Error) => void } | undefined;
+  #failure: Error | undefined;
+
+  constructor(t: Target, urlPath: string, headers: Record<string, string>) {
+    const lines = [`POST ${urlPath} HTTP/1.1`, `Host: ${t.host}:${t.port}`, "Content-Type: application/json", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    this.#head = `${lines.join("\r\n")}\r\nContent-Length: `;
+    this.#socket = net.connect(t.port, t.host);
+    this.#socket.setNoDelay(true);
+    this.#socket.on("data", (chunk: Buffer) => {
+      this.#buf = this.#buf.length === 0 ? chunk : Buffer.concat([this.#buf, chunk]);
+      this.#parse();
+    });
+    const fail = (error: Error): void => {
+      this.#failure = error;
+      this.#waiter?.reject(error);
+      this.#waiter = undefined;
+    };
+    this.#socket.on("error", fail);
+    this.#socket.on("close", () => fail(new Error("connection closed")));
+  }
+
+  call(body: string): Promise<{ status: number; text: string }> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#waiter !== undefined) return Promise.reject(new Error("one call at a time"));
+    return new Promise((resolve, reject) => {
+      this.#waiter = { resolve, reject };
+      this.#socket.write(`${this.#head}${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    });
+  }
+
+  #parse(): void {
+    const end = this.#buf.indexOf("\r\n\r\n");
+    if (end < 0 || this.#waiter === undefined) return;
+    const head = this.#buf.toString("latin1", 0, end);
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+    if (length === null) {
+      this.#waiter.reject(new Error(`answer without Content-Length: ${head.slice(0, 200)}`));
+      this.#waiter = undefined;
+      this.#socket.destroy();
+      return;
+    }
+    const total = end + 4 + Number(length[1]);
+    if (this.#buf.length < total) return;
+    const text = this.#buf.toString("utf8", end + 4, total);
+    this.#buf = this.#buf.length === total ? Buffer.alloc(0) : this.#buf.subarray(total);
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter.resolve({ status: Number(head.slice(9, 12)), text });
+  }
+
+  close(): void {
+    this.#socket.removeAllListeners("close");
+    this.#socket.destroy();
+  }
+}
+
 interface GetTarget {
   label: string;
   pid: number | undefined;
@@ -534,11 +605,16 @@ interface GetTarget {
   headers: Record<string, string>;
   ids: string[];
   bytes: number;
+  /** Lean client: one connection per pool worker. */
+  conns: LeanConnection[];
 }
 
-async function getTask(g: GetTarget, id: string, rpcId: number): Promise<void> {
+async function getTask(g: GetTarget, id: string, rpcId: number, worker: number): Promise<void> {
   const body = `{"jsonrpc":"2.0","id":${rpcId},"method":"GetTask","params":{"id":"${id}"}}`;
-  const res = await request(g.t, "POST", g.path, g.headers, body);
+  const res =
+    GET_CLIENT === "lean"
+      ? await timeout((g.conns[worker] ??= new LeanConnection(g.t, g.path, g.headers)).call(body), 15_000, `${g.label} GetTask`)
+      : await request(g.t, "POST", g.path, g.headers, body);
   // Both servers answer {"jsonrpc":"2.0","id":N,"result":{"id":"<task id>",…}; every 64th answer is parsed in full.
   const ok =
     res.status === 200 &&
@@ -569,27 +645,31 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
   const sdkHeaders = { "a2a-version": "1.0" };
   const benchIds = Array.from({ length: TASKS }, (_, i) => benchTaskId(i));
   const targets: GetTarget[] = [
-    { label: `gateway  sqlite (${TASKS.toLocaleString("en-US")} filled)`, pid: gwSqlite.child.pid, t: target(gwSqlite.url), path: "/", headers: gatewayHeaders, ids: benchIds, bytes: 0 },
-    { label: `gateway  memory (${memory.taskIds.length.toLocaleString("en-US")} via message/send)`, pid: memoryPid, t: memory.t, path: "/", headers: gatewayHeaders, ids: memory.taskIds, bytes: 0 },
-    { label: "SDK      InMemoryTaskStore", pid: sdkMemory.child.pid, t: target(sdkMemory.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0 },
-    { label: "SDK      DatabaseTaskStore (SQLite)", pid: sdkSqlite.child.pid, t: target(sdkSqlite.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0 },
+    { label: `gateway  sqlite (${TASKS.toLocaleString("en-US")} filled)`, pid: gwSqlite.child.pid, t: target(gwSqlite.url), path: "/", headers: gatewayHeaders, ids: benchIds, bytes: 0, conns: [] },
+    { label: `gateway  memory (${memory.taskIds.length.toLocaleString("en-US")} via message/send)`, pid: memoryPid, t: memory.t, path: "/", headers: gatewayHeaders, ids: memory.taskIds, bytes: 0, conns: [] },
+    { label: "SDK      InMemoryTaskStore", pid: sdkMemory.child.pid, t: target(sdkMemory.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0, conns: [] },
+    { label: "SDK      DatabaseTaskStore (SQLite)", pid: sdkSqlite.child.pid, t: target(sdkSqlite.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0, conns: [] },
   ];
   const pick = (ids: string[]): string => ids[Math.floor(Math.random() * ids.length)]!;
   let rpcId = 0;
 
   progress(`part 2: GetTask warm-up, then ${GET_REQUESTS} calls per target and concurrency (${GET_CONCURRENCY.join(", ")}) in ${ROUNDS} rounds`);
-  for (const g of targets) await pool(2000, 8, () => getTask(g, pick(g.ids), ++rpcId));
+  for (const g of targets) await pool(2000, 8, (w) => getTask(g, pick(g.ids), ++rpcId, w));
   const rates = new Map<string, number[]>();
   const cpu = new Map<string, number>();
+  const clientCpu = new Map<string, number>();
   const n = Math.ceil(GET_REQUESTS / ROUNDS);
   for (const conc of GET_CONCURRENCY) {
     for (let round = 0; round < ROUNDS; round++) {
       for (const g of targets) {
         gc();
         const before = cpuMs(g.pid);
-        const elapsed = await pool(n, conc, () => getTask(g, pick(g.ids), ++rpcId));
+        const client = process.cpuUsage();
+        const elapsed = await pool(n, conc, (w) => getTask(g, pick(g.ids), ++rpcId, w));
+        const used = process.cpuUsage(client);
         const key = `${g.label}@${conc}`;
         cpu.set(g.label, (cpu.get(g.label) ?? 0) + cpuMs(g.pid) - before);
+        clientCpu.set(g.label, (clientCpu.get(g.label) ?? 0) + (used.user + used.system) / 1000);
         rates.set(key, [...(rates.get(key) ?? []), (n / elapsed) * 1000]);
       }
     }
@@ -602,12 +682,13 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
     `2. GetTask, JSON-RPC 1.0 (A2A-Version: 1.0), random ids; ${n * ROUNDS} calls per target and concurrency (req/s: median of ${ROUNDS} interleaved runs)`,
     `   gateway SQLite store filled through src/storage in ${Math.round(fill.ms)} ms (owner "${fill.owner}"); SDK servers hold the same task content`,
     `   gateway calls carry the bearer token (checked on every call); the SDK server runs with UserBuilder.noAuthentication`,
-    `   ${pad("", 42)}${GET_CONCURRENCY.map((c) => lpad(`conc ${c}`, 12)).join("")}${lpad("server CPU/req", 16)}${lpad("answer", 10)}`,
+    `   load client: ${GET_CLIENT === "lean" ? "one bare keep-alive socket per worker (LeanConnection)" : "node:http, keep-alive agent"}, in this process`,
+    `   ${pad("", 42)}${GET_CONCURRENCY.map((c) => lpad(`conc ${c}`, 12)).join("")}${lpad("server CPU/req", 16)}${lpad("client CPU/req", 16)}${lpad("answer", 10)}`,
   );
   const cpuPer = (g: GetTarget): number => cpu.get(g.label)! / calls;
   for (const g of targets) {
     report.push(
-      `   ${pad(g.label, 42)}${GET_CONCURRENCY.map((c) => lpad(rate(med(g, c)), 12)).join("")}${lpad(`${cpuText(cpu.get(g.label)!, calls, "µs")} µs`, 16)}${lpad(`${g.bytes} B`, 10)}`,
+      `   ${pad(g.label, 42)}${GET_CONCURRENCY.map((c) => lpad(rate(med(g, c)), 12)).join("")}${lpad(`${cpuText(cpu.get(g.label)!, calls, "µs")} µs`, 16)}${lpad(`${cpuText(clientCpu.get(g.label)!, calls, "µs")} µs`, 16)}${lpad(`${g.bytes} B`, 10)}`,
     );
   }
   const [gs, gm, sm, ss] = targets as [GetTarget, GetTarget, GetTarget, GetTarget];
@@ -618,7 +699,10 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
     `   ratio gateway sqlite / SDK sqlite:     ${ratio(gs, ss)}`,
     `   ratio gateway memory / SDK in-memory:  ${ratio(gm, sm)}`,
   );
-  for (const g of targets) g.t.agent.destroy();
+  for (const g of targets) {
+    g.t.agent.destroy();
+    for (const c of g.conns) c.close();
+  }
   return [gwSqlite, sdkMemory, sdkSqlite];
 }
 
