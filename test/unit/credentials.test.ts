@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CredentialError, CredentialRegistry, loadCredentials, presentedCredential, secretHash } from "../../src/auth/credentials.js";
+import { CredentialError, CredentialRegistry, loadCredentials, presentedCredential, SCHEME_INFO, secretHash } from "../../src/auth/credentials.js";
 import { catalog } from "../../src/contract/catalog.js";
 
 const access = catalog.access_control;
@@ -114,6 +114,19 @@ describe("CredentialRegistry", () => {
     expect(reg.schemes.map((s) => s.name)).toEqual(["bearerAuth"]);
     now = Date.parse("2026-01-02T00:00:00Z");
     expect(reg.resolve({ authorization: `Bearer ${SECRET}` })).toBeNull();
+  });
+
+  it("publishes each scheme under the name and kind the OpenAPI document gives it", () => {
+    const openapi = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "../../generated/openapi/openapi.json"), "utf8")) as {
+      security: Record<string, unknown>[];
+      components: { securitySchemes: Record<string, { type: string; scheme?: string; in?: string; name?: string }> };
+    };
+    const documented = openapi.components.securitySchemes;
+    expect(Object.keys(documented).sort()).toEqual(Object.values(SCHEME_INFO).map((s) => s.name).sort());
+    expect(openapi.security.map((r) => Object.keys(r)[0]).sort()).toEqual(Object.keys(documented).sort());
+    expect(documented[SCHEME_INFO.bearer.name]).toMatchObject({ type: "http", scheme: "Bearer" });
+    expect(documented[SCHEME_INFO.basic.name]).toMatchObject({ type: "http", scheme: "Basic" });
+    expect(documented[SCHEME_INFO.api_key.name]).toMatchObject({ type: "apiKey", in: "header", name: "X-API-Key" });
   });
 
   it("needs at least one enabled credential; A2A_CREDENTIALS must be JSON", () => {
