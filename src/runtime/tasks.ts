@@ -24,7 +24,6 @@ import {
   type Metadata,
   type SendParams,
   type StatusUpdateEvent,
-  type StreamEvent,
   type Task,
   type TaskState,
 } from "../protocol/model.js";

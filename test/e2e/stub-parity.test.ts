@@ -13,7 +13,7 @@ import { startHermeticOpencode, type HermeticOpencode } from "../../tools/upstre
 import { startModelServer, type ModelServer } from "../../tools/upstream/model-server.js";
 import { failure, hang, text, tool, type Reply } from "../../tools/upstream/script.js";
 import { startStubUpstream, type StubUpstream } from "../../tools/upstream/stub.js";
-import { events, link, type Link } from "../support/upstream.js";
+import { link, type Link } from "../support/upstream.js";
 
 interface Target {
   name: string;

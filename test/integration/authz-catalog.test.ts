@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorEntry, type MethodEntry, type ProtocolLine, type RouteEntry } from "../../src/contract/catalog.js";
 import { catalog, errorInfoOf, expectRestError, expectRpcError, fillPath } from "../support/contract.js";
-import { call, type HttpResult } from "../support/gateway.js";
+import { type HttpResult } from "../support/gateway.js";
 import { sample } from "../support/samples.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 

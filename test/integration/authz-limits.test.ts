@@ -3,7 +3,6 @@
 // N, recovery once the window has passed, independent windows per credential, per-credential overrides), the cap
 // on concurrently open streams, and the SSE budgets (bytes, idle time, duration) that end a stream with one
 // STREAM_BUDGET_EXCEEDED event in the line's shape while the task goes on.
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorEntry, type ProtocolLine } from "../../src/contract/catalog.js";
 import { errorInfoOf, expectRestError, expectRpcError, expectValid } from "../support/contract.js";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../support/gateway.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 import { hang, text } from "../../tools/upstream/script.js";
-import { Ev, eventOf, eventsOf, expectError, expectOk, getTask, invoke, Mode, MODES, openStream, openSubscribe, sendParams, sendTask, Sse, stateOf, textOf, until, userMessage } from "../support/task-wire.js";
+import { Ev, eventOf, eventsOf, expectError, expectOk, getTask, invoke, Mode, MODES, openStream, openSubscribe, sendParams, sendTask, Sse, stateOf, textOf, userMessage } from "../support/task-wire.js";
 
 // ---- cancel (tasks/cancel, CancelTask, POST …/tasks/{id}:cancel) and subscribe (tasks/resubscribe, SubscribeToTask,
 // GET|POST …/tasks/{id}:subscribe) ------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
-import { failure, hang, text } from "../../tools/upstream/script.js";
+import { failure, text } from "../../tools/upstream/script.js";
 import { dataPart, errorFields, eventsOf, expectError, expectOk, getTask, invoke, Mode, MODES, openStream, partsOf, Reply, sendParams, sendTask, stateOf, taskOfSend, textOf, userMessage } from "../support/task-wire.js";
 
 // ---- errors of the bridge: parts, directory boundary, explicit sessions, upstream failures during a turn ----------

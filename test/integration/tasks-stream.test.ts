@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
-import { hang, text, tool } from "../../tools/upstream/script.js";
+import { text, tool } from "../../tools/upstream/script.js";
 import { dataOf, Ev, eventOf, eventsOf, expectError, getTask, isDataPart, Mode, MODES, openStream, partsOf, roleOf, sendParams, sequenceOf, stateOf, TERMINAL, textOf, until, userMessage } from "../support/task-wire.js";
 
 // ---- message/stream, SendStreamingMessage, POST /v1/message:stream, POST /message:stream ---------------------------
