@@ -141,4 +141,14 @@ export interface ListParams {
   includeArtifacts?: boolean;
 }
 
-export const now = (): string => new Date().toISOString();
+let lastMs = Number.NaN;
+let lastIso = "";
+/** The current time as an ISO 8601 string (the string is reused within the same millisecond). */
+export function now(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
+}
