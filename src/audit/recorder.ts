@@ -134,7 +134,7 @@ export class AuditRecorder {
     if (input.line !== "0.3" && input.line !== "1.0") throw new TypeError(`invalid line ${String(input.line)}`);
     if (input.outcome !== "ok" && input.outcome !== "error") throw new TypeError(`invalid outcome ${String(input.outcome)}`);
     if (!Number.isInteger(input.status) || !Number.isFinite(input.duration_ms)) throw new TypeError("invalid status or duration_ms");
-    // Built member by member (same order as before) rather than with spreads: one entry per audited call.
+    // Built member by member in the stored key order, without spreads (this runs once per audited call).
     const entry: NewAuditEntry = {
       at: ms,
       principal: capNull(input.principal),
