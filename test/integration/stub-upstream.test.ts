@@ -600,7 +600,9 @@ describe("stub upstream: auth and test controls", () => {
   });
 
   it("drops SSE readers that stop reading: past maxBufferedBytes, or stalled during a burst", async () => {
-    await start({ maxBufferedBytes: 256 * 1024, slowReaderTimeoutMs: 100 });
+    // The stall timeout is what a reader that keeps reading must never hit: 100 ms was too short for the healthy
+    // reader on a loaded CI machine (it was dropped too, during the 16 MB burst).
+    await start({ maxBufferedBytes: 256 * 1024, slowReaderTimeoutMs: 1000 });
     /** a raw /event connection that never reads */
     const stalledReader = async () => {
       const socket = connect(stub.port, "127.0.0.1");
