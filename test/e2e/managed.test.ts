@@ -93,6 +93,8 @@ describe("npm start without OPENCODE_BASE_URL", () => {
         A2A_PORT: "0",
         A2A_LOG_LEVEL: "info",
         OPENCODE_WORKSPACE_ROOT: scratch.workspace,
+        // A store of its own, not ./opencode-a2a.db in the repository (test/support/global-setup.ts checks).
+        A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch.root, "npm-start.db")}`,
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -163,7 +165,14 @@ describe("npm start without OPENCODE_BASE_URL", () => {
     const output = { text: "" };
     const gatewayProcess = spawn(process.execPath, [path.join(packageRoot, "bin", "opencode-a2a.js"), "serve"], {
       cwd: packageRoot,
-      env: { ...scratch.env, A2A_BEARER_TOKEN: TOKEN, A2A_PORT: "0", A2A_LOG_LEVEL: "warn", OPENCODE_WORKSPACE_ROOT: scratch.workspace },
+      env: {
+        ...scratch.env,
+        A2A_BEARER_TOKEN: TOKEN,
+        A2A_PORT: "0",
+        A2A_LOG_LEVEL: "warn",
+        OPENCODE_WORKSPACE_ROOT: scratch.workspace,
+        A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch.root, "sigkill.db")}`,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     gatewayProcess.stdout?.on("data", (d: Buffer) => (output.text += d.toString()));
