@@ -82,21 +82,18 @@ export function explain(id: string, value: unknown): Violation[] {
   return out.length ? out : [{ field: "(root)", description: "does not match the schema" }];
 }
 
-/**
- * The verdict at once when the validator of `id` is already loaded (preloadValidators at startup loads every
- * params and body schema), so the request path does not wait on promises; undefined when it is not loaded yet.
- */
-export function validateLoaded(id: string, value: unknown): ValidationResult | undefined {
-  const mod = loaded.get(id);
-  if (mod === undefined) return undefined;
-  if (mod.Check(value)) return { ok: true };
-  return { ok: false, violations: explain(id, value) };
+function verdictOf(mod: { Check(value: unknown): boolean }, id: string, value: unknown): ValidationResult {
+  return mod.Check(value) ? { ok: true } : { ok: false, violations: explain(id, value) };
 }
 
-export async function validate(id: string, value: unknown): Promise<ValidationResult> {
-  const mod = await validatorFor(id);
-  if (mod.Check(value)) return { ok: true };
-  return { ok: false, violations: explain(id, value) };
+/**
+ * The verdict for `value` against the schema `id`: at once (no promise) when its validator is loaded, which
+ * preloadValidators does at start-up for every params and body schema, so the request path does not wait on
+ * promises; otherwise once the validator is loaded.
+ */
+export function validate(id: string, value: unknown): ValidationResult | Promise<ValidationResult> {
+  const mod = loaded.get(id);
+  return mod !== undefined ? verdictOf(mod, id, value) : validatorFor(id).then((m) => verdictOf(m, id, value));
 }
 
 /** The INVALID_PARAMS error for a failed validation, naming the offending fields. */

@@ -110,10 +110,6 @@ class BodylessResponse implements Response {
   }
 }
 
-function responseOf(answer: HttpAnswer): Response {
-  return new BodylessResponse(answer);
-}
-
 /** A header of the answer as `Headers.get` gives it (case-insensitive, repeats joined with ", "), or null. */
 function headerOf(answer: HttpAnswer, name: string): string | null {
   let value: string | null = null;
@@ -172,7 +168,7 @@ export function onTransport(client: Client, transport: HttpTransport): Client {
     let response: Response;
     try {
       answer = await transport.request(url, method, headers, body ?? undefined, opts.signal ?? undefined);
-      response = responseOf(answer);
+      response = new BodylessResponse(answer);
     } catch (error) {
       const failure = error || {};
       if (opts.throwOnError) throw failure;

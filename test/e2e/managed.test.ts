@@ -79,6 +79,22 @@ function waitForLine(child: ChildProcess, re: RegExp, timeoutMs: number, output:
   });
 }
 
+/**
+ * The spawned gateway's environment: the hermetic OpenCode set-up, no OPENCODE_BASE_URL (managed mode), and a task
+ * store of its own in the scratch directory, not ./opencode-a2a.db in the repository (test/support/global-setup.ts
+ * checks).
+ */
+function gatewayEnv(logLevel: string, store: string): NodeJS.ProcessEnv {
+  return {
+    ...scratch.env,
+    A2A_BEARER_TOKEN: TOKEN,
+    A2A_PORT: "0",
+    A2A_LOG_LEVEL: logLevel,
+    OPENCODE_WORKSPACE_ROOT: scratch.workspace,
+    A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch.root, store)}`,
+  };
+}
+
 describe("npm start without OPENCODE_BASE_URL", () => {
   it("brings up OpenCode and the gateway; Ctrl-C stops both", async () => {
     const output = { text: "" };
@@ -87,15 +103,7 @@ describe("npm start without OPENCODE_BASE_URL", () => {
     const npm = spawn("npm", ["start", "--silent"], {
       cwd: packageRoot,
       detached: true,
-      env: {
-        ...scratch.env,
-        A2A_BEARER_TOKEN: TOKEN,
-        A2A_PORT: "0",
-        A2A_LOG_LEVEL: "info",
-        OPENCODE_WORKSPACE_ROOT: scratch.workspace,
-        // A store of its own, not ./opencode-a2a.db in the repository (test/support/global-setup.ts checks).
-        A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch.root, "npm-start.db")}`,
-      },
+      env: gatewayEnv("info", "npm-start.db"),
       stdio: ["ignore", "pipe", "pipe"],
     });
     npm.stdout?.on("data", (d: Buffer) => (output.text += d.toString()));
@@ -165,14 +173,7 @@ describe("npm start without OPENCODE_BASE_URL", () => {
     const output = { text: "" };
     const gatewayProcess = spawn(process.execPath, [path.join(packageRoot, "bin", "opencode-a2a.js"), "serve"], {
       cwd: packageRoot,
-      env: {
-        ...scratch.env,
-        A2A_BEARER_TOKEN: TOKEN,
-        A2A_PORT: "0",
-        A2A_LOG_LEVEL: "warn",
-        OPENCODE_WORKSPACE_ROOT: scratch.workspace,
-        A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch.root, "sigkill.db")}`,
-      },
+      env: gatewayEnv("warn", "sigkill.db"),
       stdio: ["ignore", "pipe", "pipe"],
     });
     gatewayProcess.stdout?.on("data", (d: Buffer) => (output.text += d.toString()));

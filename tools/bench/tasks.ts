@@ -533,9 +533,9 @@ function fillGatewayStore(file: string): { owner: string; ms: number } {
 /**
  * The GetTask load generator's connection: one bare keep-alive socket, one request at a time (no pipelining), the
  * request head built once, each answer framed by its Content-Length (both servers send one for JSON). The load
- * client shares the 2 cores with the server it measures; node:http's client spends about 170-220 µs of CPU per call
- * there, which both servers lose alike and which caps the faster one's rate the most. This one needs less (the
- * report prints the client's CPU per call either way; BENCH_GET_CLIENT=node measures with node:http).
+ * client shares the cores with the server it measures: CPU node:http's client spends per call is lost by both
+ * servers alike and caps the faster one's rate the most. This one spends less (the report prints the client's CPU
+ * per call either way; BENCH_GET_CLIENT=node measures with node:http).
  */
 class LeanConnection {
   readonly #socket: net.Socket;

@@ -7,7 +7,7 @@ import type { Context } from "koa";
 import type { Logger } from "pino";
 import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.js";
 import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js";
-import { invalidParams, validate, validateLoaded } from "../../contract/validate.js";
+import { invalidParams, validate } from "../../contract/validate.js";
 import { jsonRpcError } from "../../protocol/errors.js";
 import { camelizeKeys } from "../../protocol/keys.js";
 import { hasScope, type Principal } from "../../auth/index.js";
@@ -136,7 +136,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
         throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
       const params = method.surface === "core" ? (camelizeKeys(req.params ?? {}) as Record<string, unknown>) : ((req.params ?? {}) as Record<string, unknown>);
-      const verdict = validateLoaded(method.params_schema, params) ?? (await validate(method.params_schema, params));
+      const verdict = await validate(method.params_schema, params);
       if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);

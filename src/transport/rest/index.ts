@@ -6,7 +6,7 @@ import type Router from "@koa/router";
 import type { Context, Next } from "koa";
 import type { Catalog, ProtocolLine, RouteEntry } from "../../contract/catalog.js";
 import { A2AError, toA2AError } from "../../contract/errors.js";
-import { invalidParams, validate, validateLoaded } from "../../contract/validate.js";
+import { invalidParams, validate } from "../../contract/validate.js";
 import { camelizeKeys } from "../../protocol/keys.js";
 import type { Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
@@ -80,7 +80,7 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       if (schema) {
         if (body === undefined) throw new A2AError("INVALID_PARAMS", "A JSON request body is required", { field: "(body)" });
         body = camelizeKeys(body);
-        const verdict = validateLoaded(schema, body) ?? (await validate(schema, body));
+        const verdict = await validate(schema, body);
         if (!verdict.ok) throw invalidParams("Invalid request body", verdict.violations);
       }
       const principal = state.principal as Principal;
