@@ -117,7 +117,7 @@ export function buildCard(
       ],
       capabilities: {
         streaming: true,
-        pushNotifications: false,
+        pushNotifications: facts.pushNotifications,
         stateTransitionHistory: false,
         extensions: extensionsFor(catalog, line, facts, extended),
       },
@@ -143,7 +143,7 @@ export function buildCard(
     ],
     capabilities: {
       streaming: true,
-      pushNotifications: false,
+      pushNotifications: facts.pushNotifications,
       extendedAgentCard: true,
       extensions: extensionsFor(catalog, line, facts, extended),
     },

@@ -7,6 +7,8 @@ export const PROFILE_ID = "opencode-a2a-single-tenant-coding-v1";
 /** What the discovery documents need to know about a deployment. */
 export interface DeploymentFacts {
   defaultLine: ProtocolLine;
+  /** Push notifications delivered (capabilities.pushNotifications). */
+  pushNotifications: boolean;
   toggles: Record<string, boolean>;
   allowDirectoryOverride: boolean;
   project?: string;
@@ -27,6 +29,7 @@ export interface DeploymentFacts {
 
 export const defaultDeploymentFacts: DeploymentFacts = {
   defaultLine: "0.3",
+  pushNotifications: false,
   toggles: { A2A_ENABLE_SESSION_SHELL: false, A2A_ENABLE_WORKSPACE_MUTATIONS: false },
   allowDirectoryOverride: true,
   exposeWorkspaceRoot: false,
@@ -67,7 +70,7 @@ function httpEndpoints(catalog: Catalog, line: ProtocolLine): string[] {
   return catalog.routes.filter((r) => r.kind === "a2a" && r.line === line).map((r) => `${r.verb} ${r.path}`);
 }
 
-export function serviceBehaviors(line: ProtocolLine): Record<string, unknown> {
+export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts, "pushNotifications"> = defaultDeploymentFacts): Record<string, unknown> {
   return {
     classification: "service-level-semantic-enhancement",
     methods: {
@@ -91,6 +94,24 @@ export function serviceBehaviors(line: ProtocolLine): Record<string, unknown> {
         note: "An OpenCode permission or question makes the task input-required; the stream stays open until a terminal state.",
       },
     },
+    push_notifications: facts.pushNotifications
+      ? {
+          supported: true,
+          delivery: "at_least_once",
+          ordering: "per_task_and_config",
+          events: "task_state_changes",
+          payload:
+            line === "0.3"
+              ? { shape: "Task", content_type: "application/json" }
+              : { shape: "StreamResponse", non_terminal: "statusUpdate", terminal: "task", content_type: "application/a2a+json" },
+          headers: { token: "X-A2A-Notification-Token", credentials: "Authorization" },
+          success: "2xx",
+          retried: ["network_error", "timeout", 408, 425, 429, "5xx"],
+          retry_policy: "exponential_backoff_with_jitter; Retry-After honoured; A2A_PUSH_MAX_ATTEMPTS",
+          late_registration: "a config set while the task is terminal or input-required receives the current state at once",
+          private_network_targets: "refused unless A2A_PUSH_ALLOW_PRIVATE_NETWORKS",
+        }
+      : { supported: false, error: "PUSH_NOTIFICATION_NOT_SUPPORTED", code: -32003 },
   };
 }
 
@@ -129,7 +150,7 @@ export function buildWireContract(catalog: Catalog, line: ProtocolLine, facts: D
     },
     all_jsonrpc_methods: allJsonRpcMethods(catalog, line, facts),
     pending_methods: pending,
-    service_behaviors: serviceBehaviors(line),
+    service_behaviors: serviceBehaviors(line, facts),
     unsupported_method_error: {
       code: unsupported.code,
       type: unsupported.reason,
@@ -258,7 +279,7 @@ export function buildCompatibilityProfile(catalog: Catalog, line: ProtocolLine, 
     },
     extension_retention: extensionRetention,
     method_retention: methodRetention,
-    service_behaviors: serviceBehaviors(line),
+    service_behaviors: serviceBehaviors(line, facts),
     consumer_guidance: [
       "Treat the core A2A methods as the portable baseline; discover everything else from this profile.",
       "Treat all_jsonrpc_methods of the wire contract as the runtime truth for this deployment.",

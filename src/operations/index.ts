@@ -1,11 +1,13 @@
 // The method registry: one handler per JSON-RPC method of the generated catalog. REST routes reach the same
 // handlers through their logical operation. Methods the catalog marks `not_implemented_until` answer
 // NOT_IMPLEMENTED (their issue owns them); push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED while the
-// `pushNotifications` capability is off.
+// `pushNotifications` capability is off (A2A_PUSH_NOTIFICATIONS_ENABLED=false, or no task runtime).
 import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
 import type { Principal } from "../auth/index.js";
+import type { PushService } from "../push/service.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
+import { pushHandlers } from "./push.js";
 import { taskHandlers } from "./tasks.js";
 
 export interface Call {
@@ -21,6 +23,8 @@ export interface OperationDeps {
   extendedCard(line: ProtocolLine): Record<string, unknown>;
   /** The task runtime; without one (no OpenCode upstream) task operations answer UPSTREAM_UNREACHABLE. */
   tasks?: TaskRuntime;
+  /** Push notification configs and delivery; without it the push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED. */
+  push?: PushService;
   /** Extension method handlers by JSON-RPC name (src/extensions). */
   extensions?: Record<string, MethodHandler>;
 }
@@ -47,14 +51,13 @@ function coreHandlers(deps: OperationDeps): Record<string, MethodHandler> {
   const tasks =
     deps.tasks === undefined
       ? Object.fromEntries(["send", "stream", "get", "list", "cancel", "subscribe"].map((op) => [op, noUpstream]))
-      : taskHandlers(deps.tasks);
+      : taskHandlers(deps.tasks, deps.push);
   return {
     ...tasks,
     "extended-card": async (_params, call) => deps.extendedCard(call.line),
-    "push.set": pushNotSupported,
-    "push.get": pushNotSupported,
-    "push.list": pushNotSupported,
-    "push.delete": pushNotSupported,
+    ...(deps.push === undefined
+      ? { "push.set": pushNotSupported, "push.get": pushNotSupported, "push.list": pushNotSupported, "push.delete": pushNotSupported }
+      : pushHandlers(deps.push)),
   };
 }
 

@@ -8,7 +8,8 @@
 // dropped, since both need at least one part). A caller holding both scopes gets the runtime's objects untouched.
 import { hasScope, type Principal } from "../auth/index.js";
 import { codecFor, type Codec } from "../protocol/codec/index.js";
-import type { Artifact, Message, Part, StreamEvent, Task } from "../protocol/model.js";
+import type { Artifact, Message, Part, SendParams, StreamEvent, Task } from "../protocol/model.js";
+import type { PushService } from "../push/service.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
 import { EventStream } from "./stream.js";
 import type { Call, MethodHandler } from "./index.js";
@@ -121,18 +122,32 @@ function toEventStream(codec: Codec, handle: { events: AsyncIterator<StreamEvent
   );
 }
 
-export function taskHandlers(runtime: TaskRuntime): Record<string, MethodHandler> {
+/**
+ * The push notification config given with a message (0.3 `configuration.pushNotificationConfig`, 1.0
+ * `configuration.taskPushNotificationConfig`): checked before anything is created, stored on the task before its
+ * turn runs. Ignored, as the SDKs do, when push notifications are off.
+ */
+function sendTimeConfig(push: PushService | undefined, call: Call, send: SendParams): ((task: Task) => void) | undefined {
+  const config = send.configuration?.pushNotificationConfig;
+  if (push === undefined || config === undefined) return undefined;
+  const field = call.line === "0.3" ? "configuration.pushNotificationConfig" : "configuration.taskPushNotificationConfig";
+  push.check(config, field);
+  return (task) => push.set(call.principal, call.line, { ...config, taskId: task.id }, false, field);
+}
+
+export function taskHandlers(runtime: TaskRuntime, push?: PushService): Record<string, MethodHandler> {
   return {
     send: async (params, call) => {
       const codec = codecOf(call);
       const send = codec.decodeSendParams(payload(params, call));
-      const task = filterTask(await runtime.send(call.principal, send), resultAccess(call.principal));
+      const task = filterTask(await runtime.send(call.principal, send, sendTimeConfig(push, call, send)), resultAccess(call.principal));
       const historyLength = send.configuration?.historyLength;
       return codec.sendResult({ kind: "task", task }, historyLength === undefined ? {} : { historyLength });
     },
     stream: async (params, call) => {
       const codec = codecOf(call);
-      const handle = await runtime.stream(call.principal, codec.decodeSendParams(payload(params, call)));
+      const send = codec.decodeSendParams(payload(params, call));
+      const handle = await runtime.stream(call.principal, send, sendTimeConfig(push, call, send));
       return toEventStream(codec, handle, resultAccess(call.principal));
     },
     get: async (params, call) => {

@@ -112,6 +112,8 @@ export interface PushConfig {
   url: string;
   token?: string;
   authentication?: { schemes: string[]; credentials?: string };
+  /** The protocol line the config was set on: the shape of its webhook bodies (absent: 0.3). Never on the wire. */
+  line?: "0.3" | "1.0";
 }
 
 /** Parameters of message/send and message/stream after decoding (either line). */

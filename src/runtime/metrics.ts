@@ -23,6 +23,19 @@ export class Metrics {
   readonly interruptRequests = new Counter({ name: "interrupt_requests_total", help: "Interrupts (permission/question) asked", labelNames: ["type"] as const, registers: [this.registry] });
   readonly interruptResolved = new Counter({ name: "interrupt_resolved_total", help: "Interrupts resolved", labelNames: ["type"] as const, registers: [this.registry] });
   readonly tasksFinished = new Counter({ name: "a2a_tasks_finished_total", help: "Tasks that reached a terminal state", labelNames: ["state"] as const, registers: [this.registry] });
+  readonly pushQueued = new Counter({ name: "a2a_push_notifications_queued_total", help: "Push notifications queued for delivery", registers: [this.registry] });
+  readonly pushAttempts = new Counter({
+    name: "a2a_push_delivery_attempts_total",
+    help: "Webhook POSTs by outcome: delivered (2xx), retry (network error, timeout, 408/425/429/5xx), rejected (other answers, refused address)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly pushFinished = new Counter({
+    name: "a2a_push_notifications_finished_total",
+    help: "Push notifications that left the outbox: delivered, rejected, expired (A2A_PUSH_MAX_ATTEMPTS used up) or dropped (config deleted)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
 
   constructor(opts: { defaultMetrics?: boolean; streamRetries?: () => number } = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });

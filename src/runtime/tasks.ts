@@ -27,7 +27,7 @@ import {
   type Task,
   type TaskState,
 } from "../protocol/model.js";
-import type { TaskStore } from "../storage/tasks.js";
+import type { SaveResult, TaskStore } from "../storage/tasks.js";
 import type { EventHub, Subscription } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
@@ -51,6 +51,18 @@ export interface RuntimeOptions {
   reconnectGraceMs: number;
   /** The interrupt registry; settable after construction (it needs the runtime itself). */
   interrupts?: InterruptHooks;
+  /** Push notifications (src/push): told of every state change; settable after construction. */
+  transitions?: TransitionHooks;
+}
+
+/** Observers of task state changes, written in the same store transaction as the change itself. */
+export interface TransitionHooks {
+  /** Whether the task has anyone to tell (otherwise the save runs alone, without a transaction around it). */
+  watches(taskId: string): boolean;
+  /** Runs `fn` (the save and `changed`) all or nothing. */
+  atomically<T>(fn: () => T): T;
+  /** The task's new state was saved; `event` is the status update that carried it, when there was one. */
+  changed(task: Task, event?: StatusUpdateEvent): void;
 }
 
 const TEXT_PLAIN = "text/plain";
@@ -178,6 +190,11 @@ export class TaskRuntime {
     this.opts.interrupts = hooks;
   }
 
+  /** Plugs the push notifications in (they read tasks through the runtime). */
+  setTransitionHooks(hooks: TransitionHooks): void {
+    this.opts.transitions = hooks;
+  }
+
   /** Tasks with a turn in progress. */
   get active(): number {
     return this.#live.size;
@@ -189,16 +206,16 @@ export class TaskRuntime {
    * message/send: starts (or continues) a task. Blocking (default) waits until the task is terminal or
    * interrupted; non-blocking returns the working task at once.
    */
-  async send(principal: Principal, params: SendParams): Promise<Task> {
-    const live = await this.#start(principal, params);
+  async send(principal: Principal, params: SendParams, configure?: (task: Task) => void): Promise<Task> {
+    const live = await this.#start(principal, params, undefined, configure);
     if (params.configuration?.blocking !== false) await live.settled();
     // A terminal task is never written to again (#apply / #finish stop at a terminal state): no copy needed.
     return isTerminal(live.state) ? live.task : structuredClone(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
-  async stream(principal: Principal, params: SendParams): Promise<StreamHandle> {
-    const live = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: structuredClone(l.task) }));
+  async stream(principal: Principal, params: SendParams, configure?: (task: Task) => void): Promise<StreamHandle> {
+    const live = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: structuredClone(l.task) }), configure);
     return this.#handle(live.queue);
   }
 
@@ -217,10 +234,15 @@ export class TaskRuntime {
     };
   }
 
+  /**
+   * `configure` runs once the task exists and before its turn can change its state (the push notification config
+   * given with the message is stored there, so it sees every state change).
+   */
   async #start<T = undefined>(
     principal: Principal,
     params: SendParams,
     attach?: (live: LiveTask) => T,
+    configure?: (task: Task) => void,
   ): Promise<LiveTask & { queue: T }> {
     const message = params.message;
     const modes = params.configuration?.acceptedOutputModes;
@@ -253,6 +275,7 @@ export class TaskRuntime {
       if (existing !== undefined && pending !== undefined && this.opts.interrupts?.answer !== undefined) {
         // The A2A way of answering OpenCode's question: a follow-up message to the input-required task.
         const answer: Message = { ...structuredClone(message), taskId: existing.task.id, contextId: existing.task.contextId, role: "user" };
+        configure?.(existing.task);
         await this.opts.interrupts.answer(principal, pending, answer);
         existing.task.history = [...(existing.task.history ?? []), answer];
         this.#resume(existing);
@@ -291,6 +314,7 @@ export class TaskRuntime {
     const live = new LiveTask(task, principal.id, routing);
     this.opts.store.create(task, principal.id, { acceptedOutputModes, ...("directory" in routing ? { directory: routing.directory } : {}) });
     this.#live.set(taskId, live);
+    configure?.(live.task);
     const queue = attach?.(live) as T;
     void this.#run(live, principal, params, parts, routing, acceptedOutputModes, preResolved).catch((error: unknown) => {
       this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");
@@ -494,7 +518,7 @@ export class TaskRuntime {
     live.task.status = event.status;
     if (changed) {
       if (interrupt !== undefined) live.task.metadata = mergeShared(live.task.metadata, { interrupt });
-      this.opts.store.save(live.task);
+      this.#saveState(live.task, event);
     }
     live.fanout.publish(event);
     live.wake();
@@ -542,8 +566,9 @@ export class TaskRuntime {
     if (live.state !== "input-required") return;
     const status = { state: "working" as const, timestamp: now() };
     live.task.status = status;
-    this.opts.store.save(live.task);
-    live.fanout.publish({ kind: "status-update", taskId: live.task.id, contextId: live.task.contextId, status: structuredClone(status), final: false });
+    const event: StatusUpdateEvent = { kind: "status-update", taskId: live.task.id, contextId: live.task.contextId, status, final: false };
+    this.#saveState(live.task, event);
+    live.fanout.publish({ ...event, status: structuredClone(status) });
   }
 
   /** Resolves when the task is terminal or interrupted again (blocking tasks/provideInputAndContinue). */
@@ -552,6 +577,20 @@ export class TaskRuntime {
     const live = this.#live.get(taskId);
     if (live !== undefined) await live.settled();
     return this.get(principal, taskId);
+  }
+
+  /**
+   * Saves a task whose state just changed, and tells the transition hooks in the same transaction when the save
+   * applied (a task already terminal in the store keeps its state and nobody is told).
+   */
+  #saveState(task: Task, event?: StatusUpdateEvent): SaveResult {
+    const hooks = this.opts.transitions;
+    if (hooks === undefined || !hooks.watches(task.id)) return this.opts.store.save(task);
+    return hooks.atomically(() => {
+      const result = this.opts.store.save(task);
+      if (result.applied) hooks.changed(task, event);
+      return result;
+    });
   }
 
   /** Streamed output reaches the store at most once a second (compact snapshots), so a crash loses little. */
@@ -620,7 +659,7 @@ export class TaskRuntime {
     live.task.status = status;
     live.task.metadata = mergeShared(live.task.metadata, shared);
     if (error !== undefined) live.task.metadata = mergeOpencode(live.task.metadata, { error });
-    this.opts.store.save(live.task);
+    this.#saveState(live.task);
     this.opts.metrics.tasksFinished.inc({ state });
     live.fanout.publish({
       kind: "status-update",
@@ -695,7 +734,7 @@ export class TaskRuntime {
         // Stored as running but no turn is live (the gateway restarted mid-turn): cancel the record.
         const stored = structuredClone(task);
         stored.status = { state: "canceled", timestamp: now() };
-        this.opts.store.save(stored);
+        this.#saveState(stored);
         return stored;
       }
       this.#finish(live, "canceled", undefined, {});
@@ -768,7 +807,7 @@ export class TaskRuntime {
             message: { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text: message }], taskId: task.id, contextId: task.contextId },
           };
           task.metadata = mergeOpencode(task.metadata, { error });
-          if (this.opts.store.save(task).applied) applied++;
+          if (this.#saveState(task).applied) applied++;
         }
         failed += applied;
         if (applied === 0) break; // the page is empty (or nothing could change): done with this state

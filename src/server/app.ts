@@ -13,6 +13,7 @@ import { AccessLimits } from "../auth/limits.js";
 import { catalogRoutes } from "../contract/routes.js";
 import type { DeploymentFacts } from "../discovery/contract.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
+import { PushService } from "../push/service.js";
 import { createJsonRpcEndpoint, koaExchange } from "../transport/jsonrpc/index.js";
 import { koaPath, registerRestRoutes } from "../transport/rest/index.js";
 import type { StreamBudget } from "../transport/sse.js";
@@ -46,6 +47,8 @@ export interface Gateway {
   auth: CredentialResolver;
   upstream: Upstream | undefined;
   runtime: TaskRuntime | undefined;
+  /** Push notification configs and delivery (absent when A2A_PUSH_NOTIFICATIONS_ENABLED=false or without an upstream). */
+  push: PushService | undefined;
   metrics: Metrics;
   /** Ends live streams and closes the store the gateway opened itself. */
   close(): void;
@@ -54,6 +57,7 @@ export interface Gateway {
 export function deploymentFacts(config: Config): DeploymentFacts {
   return {
     defaultLine: config.defaultLine,
+    pushNotifications: config.pushEnabled,
     toggles: config.toggles,
     allowDirectoryOverride: config.allowDirectoryOverride,
     ...(config.project ? { project: config.project } : {}),
@@ -113,7 +117,8 @@ export interface GatewayDeps {
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
   const catalog = deps.catalog ?? generatedCatalog;
-  const facts = deploymentFacts(config);
+  // Push notifications need the task runtime (which needs an upstream).
+  const facts = { ...deploymentFacts(config), pushNotifications: config.pushEnabled && deps.upstream !== undefined };
   const auth = deps.credentials ?? credentialRegistry(config, catalog, log);
   const limits = new AccessLimits({
     maxRequests: config.rateLimitMaxRequests,
@@ -142,6 +147,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     },
   });
   let runtime: TaskRuntime | undefined;
+  let push: PushService | undefined;
   let sessions: SessionResolver | undefined;
   const routing = { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride };
   let storage = deps.storage;
@@ -165,7 +171,30 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       turnTimeoutMs: config.opencodeStreamTimeout * 1000,
       reconnectGraceMs: config.turnReconnectGrace * 1000,
     });
+    if (facts.pushNotifications) {
+      const tasks = runtime;
+      const store = storage;
+      push = new PushService({
+        configs: store.pushConfigs,
+        outbox: store.pushOutbox,
+        atomically: (fn) => store.atomically(fn),
+        visibleTask: (principal, taskId) => tasks.read(principal, taskId),
+        metrics,
+        log: log.child({ component: "push" }),
+        timeoutMs: config.pushTimeout * 1000,
+        maxAttempts: config.pushMaxAttempts,
+        retryInitialMs: config.pushRetryInitial * 1000,
+        retryMaxMs: config.pushRetryMax * 1000,
+        maxConcurrency: config.pushMaxConcurrency,
+        maxConfigsPerTask: config.pushMaxConfigsPerTask,
+        allowPrivateNetworks: config.pushAllowPrivateNetworks,
+        userAgent: `opencode-a2a/${packageVersion}`,
+      });
+      runtime.setTransitionHooks(push);
+    }
+    // Tasks a previous process left running are failed (and their push configs told), then delivery starts.
     runtime.failOrphans();
+    push?.start();
   }
   const extensions =
     runtime === undefined || deps.upstream === undefined || storage === undefined || sessions === undefined
@@ -184,6 +213,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const registry = buildMethodRegistry(catalog, {
     extendedCard: (line) => discovery.cardObject(line, true),
     ...(runtime === undefined ? {} : { tasks: runtime }),
+    ...(push === undefined ? {} : { push }),
     ...(extensions === undefined ? {} : { extensions }),
   });
   await preloadValidators([
@@ -272,8 +302,10 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     upstream: deps.upstream,
     runtime,
     metrics,
+    push,
     close() {
       runtime?.shutdown();
+      void push?.stop();
       recorder.close();
       if (ownsStorage) storage?.close();
     },

@@ -6,6 +6,7 @@ import { MemoryAuditStore, SqliteAuditStore, type AuditStore } from "./audit.js"
 import { openDatabase, type StoreDatabase } from "./database.js";
 import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
+import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { MemorySessionStore, SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { MemoryTaskStore, SqliteTaskStore, type TaskStore } from "./tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError } from "./url.js";
@@ -31,6 +32,14 @@ export interface Storage {
   tasks: TaskStore;
   sessions: SessionStore;
   pushConfigs: PushConfigStore;
+  /** Push notifications waiting for delivery. */
+  pushOutbox: PushOutboxStore;
+  /**
+   * Run `fn` all or nothing across the stores of this backend (SQLite: one IMMEDIATE transaction; memory: the
+   * stores are written synchronously, so `fn` just runs). A task's state change and the push notifications it
+   * queues are written together.
+   */
+  atomically<T>(fn: () => T): T;
   /** Pending permission/question bindings (a2a.interrupt.*, opencode.permissions/questions.list). */
   interrupts: InterruptStore;
   /** Who called which method on which task/session, and the outcome (GET /admin/audit). */
@@ -56,6 +65,8 @@ export function openStorage(options: StorageOptions): Storage {
       tasks: new MemoryTaskStore(),
       sessions: new MemorySessionStore(now),
       pushConfigs: new MemoryPushConfigStore(),
+      pushOutbox: new MemoryPushOutboxStore(now),
+      atomically: (fn) => fn(),
       interrupts: new MemoryInterruptStore(now),
       audit: new MemoryAuditStore(),
       close: () => {},
@@ -70,6 +81,8 @@ export function openStorage(options: StorageOptions): Storage {
       tasks: new SqliteTaskStore(db),
       sessions: new SqliteSessionStore(db, now),
       pushConfigs: new SqlitePushConfigStore(db, now),
+      pushOutbox: new SqlitePushOutboxStore(db, now),
+      atomically: (fn) => db.transaction("atomically", fn),
       interrupts: new SqliteInterruptStore(db, now),
       audit: new SqliteAuditStore(db),
       close: () => db.close(),

@@ -134,11 +134,29 @@ DROP INDEX IF EXISTS a2a_tasks_context_ts;
 DROP INDEX IF EXISTS a2a_tasks_state;
 `;
 
+// Push notifications waiting for delivery (src/storage/push-outbox.ts). The index serves the per-(task, config)
+// queue heads and the deletes of a config's or a task's entries.
+const V5 = `
+CREATE TABLE IF NOT EXISTS a2a_push_outbox (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id         TEXT NOT NULL,
+  config_id       TEXT NOT NULL,
+  body            TEXT NOT NULL,
+  content_type    TEXT NOT NULL,
+  attempts        INTEGER NOT NULL,
+  next_attempt_at INTEGER NOT NULL,
+  created_at      INTEGER NOT NULL,
+  last_error      TEXT
+);
+CREATE INDEX IF NOT EXISTS a2a_push_outbox_queue ON a2a_push_outbox (task_id, config_id, id);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
   { version: 3, description: "audit log", up: (db) => db.exec(V3) },
   { version: 4, description: "task indexes: only the per-owner listing orders", up: (db) => db.exec(V4) },
+  { version: 5, description: "push notification outbox", up: (db) => db.exec(V5) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

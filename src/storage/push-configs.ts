@@ -9,6 +9,8 @@ export interface PushConfigStore {
   get(taskId: string, id: string): PushConfig | undefined;
   /** A task's configs in creation order. */
   list(taskId: string): PushConfig[];
+  /** Whether the task has any config. */
+  has(taskId: string): boolean;
   delete(taskId: string, id: string): boolean;
   /** Drop every config of a task. Returns how many. */
   deleteAll(taskId: string): number;
@@ -32,6 +34,10 @@ export class MemoryPushConfigStore implements PushConfigStore {
 
   list(taskId: string): PushConfig[] {
     return [...(this.byTask.get(taskId)?.values() ?? [])].map(parse);
+  }
+
+  has(taskId: string): boolean {
+    return this.byTask.has(taskId);
   }
 
   delete(taskId: string, id: string): boolean {
@@ -81,6 +87,10 @@ export class SqlitePushConfigStore implements PushConfigStore {
         (r) => parse(r.config_json),
       ),
     );
+  }
+
+  has(taskId: string): boolean {
+    return this.store.guard("pushConfigs.has", () => this.store.statement("SELECT 1 FROM a2a_push_configs WHERE task_id = ? LIMIT 1").get(taskId) !== undefined);
   }
 
   delete(taskId: string, id: string): boolean {

@@ -501,7 +501,7 @@ describe("sqlite specifics", () => {
       expect(readSchemaVersion(raw)).toBe(LATEST_SCHEMA_VERSION);
       const tables = prepare(raw, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toEqual([
-        "a2a_audit_log", "a2a_interrupt_requests", "a2a_pending_session_claims", "a2a_push_configs", "a2a_schema_version",
+        "a2a_audit_log", "a2a_interrupt_requests", "a2a_pending_session_claims", "a2a_push_configs", "a2a_push_outbox", "a2a_schema_version",
         "a2a_session_bindings", "a2a_session_owners", "a2a_store_meta", "a2a_tasks", "sqlite_sequence",
       ]);
 
@@ -545,7 +545,7 @@ describe("sqlite specifics", () => {
     }
     const v4 = new Database(file);
     try {
-      expect(readSchemaVersion(v4)).toBe(4);
+      expect(readSchemaVersion(v4)).toBe(LATEST_SCHEMA_VERSION);
       expect(indexesOf(v4)).toEqual(["a2a_tasks_owner_context_ts", "a2a_tasks_owner_ts"]);
       // The per-owner listings read their index (no sort of the whole table).
       const plan = prepare(v4, "EXPLAIN QUERY PLAN SELECT id FROM a2a_tasks WHERE owner = ? ORDER BY status_timestamp DESC, id ASC LIMIT 10")

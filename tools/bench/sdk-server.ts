@@ -4,7 +4,8 @@
 //   SDK_STORE=memory   InMemoryTaskStore (default)
 //   SDK_STORE=sqlite   DatabaseTaskStore (@a2a-js/sdk/server/database) on SQLite via kysely + better-sqlite3, in the
 //                      file SDK_DB (created; the schema comes from the SDK's own migration CLI, `a2a-db upgrade`,
-//                      as its docs prescribe; WAL + synchronous=NORMAL like the gateway's store)
+//                      as its docs prescribe; WAL + synchronous=NORMAL and statements reused by SQL text, like the
+//                      gateway's store)
 //   SDK_TASKS=10000    tasks stored before listening (ids from benchTaskId(), content from benchTask())
 //
 // JSON-RPC at /a2a/jsonrpc, REST at /a2a/rest, agent card at /.well-known/agent-card.json, no authentication
@@ -126,8 +127,17 @@ async function main(): Promise<void> {
     execFileSync(process.execPath, [sdkMigrationCli, "upgrade", "--url", `sqlite:${file}`], { stdio: ["ignore", "ignore", "inherit"] });
     const [{ Kysely, SqliteDialect }, { default: SQLite }] = await Promise.all([import("kysely"), import("better-sqlite3")]);
     const sqlite = new SQLite(file);
-    sqlite.pragma("journal_mode = WAL");
-    sqlite.pragma("synchronous = NORMAL");
+    // better-sqlite3 12 on Node 24.19+ aborts the process when a Statement is garbage-collected (src/storage/pin.ts),
+    // and kysely prepares one per query. Statements are therefore reused by SQL text and kept for the life of the
+    // process, as the gateway's store does; pragmas go through exec(), which makes no Statement.
+    const statements = new Map<string, ReturnType<typeof sqlite.prepare>>();
+    const prepare = sqlite.prepare.bind(sqlite);
+    sqlite.prepare = ((sql: string) => {
+      let statement = statements.get(sql);
+      if (statement === undefined) statements.set(sql, (statement = prepare(sql)));
+      return statement;
+    }) as typeof sqlite.prepare;
+    sqlite.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
     const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
     // One transaction for the bulk load (the per-row autocommit path is only slower, not different).
     await db.transaction().execute(async (trx) => {

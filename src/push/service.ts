@@ -1,0 +1,309 @@
+// Push notifications: the configs of the tasks/pushNotificationConfig/* methods (both lines, both transports) and
+// their delivery.
+//
+// What is sent. One notification per state change of a task (working → input-required → working → completed, …;
+// the progress-only status updates and the artifact chunks of a live stream are not pushed), to every config of the
+// task, in the shape of the line the config was set on:
+//   0.3 — the Task (JSON-RPC shape, `kind: "task"`), `Content-Type: application/json`;
+//   1.0 — a StreamResponse, `Content-Type: application/a2a+json`: `{"statusUpdate": …}` for a non-terminal change,
+//         `{"task": …}` (artifacts and history included) for the terminal one.
+// Headers: `X-A2A-Notification-Token` when the config has a token; `Authorization: <scheme> <credentials>` when it
+// has authentication credentials (0.3: the first scheme listed).
+//
+// How. A state change and the notifications it causes are written in one store transaction (Storage.atomically),
+// so a task never changes state without its notifications queued. The outbox is worked off by at most
+// A2A_PUSH_MAX_CONCURRENCY POSTs at once; each (task, config) pair is delivered in order, one at a time. Failures
+// that may pass (network errors, timeouts, 408/425/429/5xx) are retried with exponential backoff and jitter
+// (Retry-After honoured within A2A_PUSH_RETRY_MAX_SECONDS) up to A2A_PUSH_MAX_ATTEMPTS attempts; other answers
+// drop the notification at once. Delivery is at least once: a notification leaves the outbox only after its
+// verdict, so one whose POST was cut short by a restart is sent again.
+//
+// A config set (or replaced) while its task is terminal or waiting for input gets the current state at once, so a
+// client that registers right after a non-blocking send does not miss the end of a short task.
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { Gauge } from "prom-client";
+import type { Principal } from "../auth/index.js";
+import type { ProtocolLine } from "../contract/catalog.js";
+import { A2AError } from "../contract/errors.js";
+import { v0_3, v1_0, type PushConfigInput, type PushConfigRef } from "../protocol/codec/index.js";
+import { isTerminal, type PushConfig, type StatusUpdateEvent, type Task } from "../protocol/model.js";
+import type { Metrics } from "../runtime/metrics.js";
+import type { PushConfigStore } from "../storage/push-configs.js";
+import { queueKey, type NewDelivery, type PushDelivery, type PushOutboxStore } from "../storage/push-outbox.js";
+import { WebhookSender, type SendVerdict } from "./sender.js";
+import { checkPushConfig } from "./target.js";
+
+export interface PushOptions {
+  configs: PushConfigStore;
+  outbox: PushOutboxStore;
+  /** Storage.atomically: a task save and the notifications it queues, all or nothing. */
+  atomically<T>(fn: () => T): T;
+  /** The task as `principal` may see it (TASK_NOT_FOUND otherwise): the runtime's read(). */
+  visibleTask(principal: Principal, taskId: string): Task;
+  metrics: Metrics;
+  log: Pick<Logger, "info" | "warn" | "debug">;
+  timeoutMs: number;
+  maxAttempts: number;
+  retryInitialMs: number;
+  retryMaxMs: number;
+  maxConcurrency: number;
+  maxConfigsPerTask: number;
+  allowPrivateNetworks: boolean;
+  userAgent: string;
+  /** For tests. */
+  now?: () => number;
+  random?: () => number;
+  sender?: Pick<WebhookSender, "send" | "close">;
+}
+
+/** States in which a newly set config is sent the current state right away. */
+const ATTENTION = new Set(["input-required", "auth-required"]);
+
+export class PushService {
+  readonly #opts: PushOptions;
+  readonly #sender: Pick<WebhookSender, "send" | "close">;
+  readonly #now: () => number;
+  /** Queues with a POST in flight. */
+  readonly #busy = new Set<string>();
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #abort = new AbortController();
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
+  #started = false;
+  #stopped = false;
+
+  constructor(opts: PushOptions) {
+    this.#opts = opts;
+    this.#now = opts.now ?? Date.now;
+    this.#sender = opts.sender ?? new WebhookSender({ timeoutMs: opts.timeoutMs, allowPrivateNetworks: opts.allowPrivateNetworks, userAgent: opts.userAgent });
+    const outbox = opts.outbox;
+    new Gauge({
+      name: "a2a_push_outbox_pending",
+      help: "Push notifications waiting in the outbox (including those being retried)",
+      registers: [opts.metrics.registry],
+      collect() {
+        this.set(outbox.size());
+      },
+    });
+  }
+
+  // ---- configs (the tasks/pushNotificationConfig/* methods) -------------------------------------------------------
+
+  /**
+   * Stores (or replaces) a config. `announce`: send the current state at once when the task is terminal or waits
+   * for input (off for a config given with message/send, whose caller is the one continuing the task).
+   */
+  set(principal: Principal, line: ProtocolLine, input: PushConfigInput, announce = true, field = line === "0.3" ? "pushNotificationConfig" : ""): PushConfig {
+    const task = this.#opts.visibleTask(principal, input.taskId);
+    const url = this.check(input, field);
+    // 0.3 servers name a config without id after its task (tasks/pushNotificationConfig/get works with the task id
+    // alone); 1.0 configs get a fresh id.
+    const id = input.id ?? (line === "0.3" ? input.taskId : randomUUID());
+    const config: PushConfig = { ...input, id, url, line };
+    const existing = this.#opts.configs.list(input.taskId);
+    if (!existing.some((c) => c.id === id) && existing.length >= this.#opts.maxConfigsPerTask) {
+      throw new A2AError("INVALID_PARAMS", `Task ${input.taskId} already has ${existing.length} push notification configs (A2A_PUSH_MAX_CONFIGS_PER_TASK)`, {
+        task_id: input.taskId,
+        limit: this.#opts.maxConfigsPerTask,
+      });
+    }
+    this.#opts.atomically(() => {
+      this.#opts.configs.set(config);
+      // A replaced config starts over: what waited for its old URL is not sent to the new one.
+      this.#opts.outbox.drop(input.taskId, id);
+      if (announce && (isTerminal(task.status.state) || ATTENTION.has(task.status.state))) this.#enqueue(task, [config]);
+    });
+    this.#kick();
+    return publicConfig(config);
+  }
+
+  /** The config's URL (normalised) and header values checked, or INVALID_PARAMS naming the field under `field`. */
+  check(config: Omit<PushConfig, "taskId" | "id">, field: string): string {
+    return checkPushConfig(config, field, this.#opts.allowPrivateNetworks);
+  }
+
+  /** The config named by `ref.id`; without an id (0.3 `{id}` only) the one named after the task, else the first. */
+  get(principal: Principal, ref: PushConfigRef): PushConfig {
+    this.#opts.visibleTask(principal, ref.taskId);
+    const config =
+      ref.id !== undefined
+        ? this.#opts.configs.get(ref.taskId, ref.id)
+        : (this.#opts.configs.get(ref.taskId, ref.taskId) ?? this.#opts.configs.list(ref.taskId)[0]);
+    if (config === undefined) {
+      throw new A2AError("TASK_NOT_FOUND", `Push notification config ${ref.id ?? "(default)"} not found for task ${ref.taskId}`, {
+        task_id: ref.taskId,
+        ...(ref.id === undefined ? {} : { push_notification_config_id: ref.id }),
+      });
+    }
+    return publicConfig(config);
+  }
+
+  list(principal: Principal, taskId: string): PushConfig[] {
+    this.#opts.visibleTask(principal, taskId);
+    return this.#opts.configs.list(taskId).map(publicConfig);
+  }
+
+  /** Idempotent: deleting a config that is not there succeeds. What waited for it is dropped. */
+  delete(principal: Principal, ref: Required<PushConfigRef>): void {
+    this.#opts.visibleTask(principal, ref.taskId);
+    const dropped = this.#opts.atomically(() => {
+      this.#opts.configs.delete(ref.taskId, ref.id);
+      return this.#opts.outbox.drop(ref.taskId, ref.id);
+    });
+    if (dropped > 0) this.#opts.metrics.pushFinished.inc({ outcome: "dropped" }, dropped);
+  }
+
+  // ---- state changes (the runtime's TransitionHooks) ----------------------------------------------------------
+
+  watches(taskId: string): boolean {
+    return this.#opts.configs.has(taskId);
+  }
+
+  atomically<T>(fn: () => T): T {
+    return this.#opts.atomically(fn);
+  }
+
+  /** Called inside the transaction that saved the task's new state. */
+  changed(task: Task, event?: StatusUpdateEvent): void {
+    const configs = this.#opts.configs.list(task.id);
+    if (configs.length === 0) return;
+    this.#enqueue(task, configs, event);
+    // After the transaction: the worker reads the outbox.
+    queueMicrotask(() => this.#kick());
+  }
+
+  #enqueue(task: Task, configs: PushConfig[], event?: StatusUpdateEvent): void {
+    const bodies = new Map<ProtocolLine, Pick<NewDelivery, "body" | "contentType">>();
+    const items = configs.map((config) => {
+      const line = config.line ?? "0.3";
+      let body = bodies.get(line);
+      if (body === undefined) bodies.set(line, (body = notification(line, task, event)));
+      return { taskId: task.id, configId: config.id, ...body };
+    });
+    this.#opts.outbox.enqueue(items);
+    this.#opts.metrics.pushQueued.inc(items.length);
+  }
+
+  // ---- delivery ---------------------------------------------------------------------------------------------
+
+  /** Start delivering (what a previous process left in the outbox included). */
+  start(): void {
+    this.#started = true;
+    const waiting = this.#opts.outbox.size();
+    if (waiting > 0) this.#opts.log.info({ waiting }, "push notifications waiting from before the restart");
+    this.#kick();
+  }
+
+  /** Stop: in-flight POSTs are cut short and stay in the outbox for the next start. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#abort.abort();
+    await Promise.allSettled([...this.#inflight]);
+    this.#sender.close();
+  }
+
+  /** Resolves when nothing is in flight (tests). */
+  async idle(): Promise<void> {
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  #kick(): void {
+    if (!this.#started || this.#stopped) return;
+    const free = this.#opts.maxConcurrency - this.#inflight.size;
+    if (free > 0) {
+      for (const delivery of this.#opts.outbox.due(this.#now(), free, this.#busy)) this.#attempt(delivery);
+    }
+    this.#schedule();
+  }
+
+  /** Wake up when the next queue head falls due (or at once when a slot frees up: #attempt kicks). */
+  #schedule(): void {
+    if (this.#inflight.size >= this.#opts.maxConcurrency) return;
+    const next = this.#opts.outbox.nextDueAt(this.#busy);
+    if (next === undefined || next >= this.#timerAt) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = next;
+    this.#timer = setTimeout(() => {
+      this.#timerAt = Infinity;
+      this.#kick();
+    }, Math.max(0, next - this.#now()));
+    this.#timer.unref();
+  }
+
+  #attempt(delivery: PushDelivery): void {
+    const key = queueKey(delivery.taskId, delivery.configId);
+    this.#busy.add(key);
+    const run = this.#deliver(delivery)
+      .catch((error: unknown) => this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error), taskId: delivery.taskId }, "push delivery failed"))
+      .finally(() => {
+        this.#busy.delete(key);
+        this.#inflight.delete(run);
+        this.#kick();
+      });
+    this.#inflight.add(run);
+  }
+
+  async #deliver(delivery: PushDelivery): Promise<void> {
+    const m = this.#opts.metrics;
+    const config = this.#opts.configs.get(delivery.taskId, delivery.configId);
+    if (config === undefined) {
+      this.#opts.outbox.remove(delivery.id);
+      m.pushFinished.inc({ outcome: "dropped" });
+      return;
+    }
+    const headers: Record<string, string> = { "content-type": delivery.contentType };
+    if (config.token !== undefined) headers["x-a2a-notification-token"] = config.token;
+    const scheme = config.authentication?.schemes[0];
+    if (scheme !== undefined && config.authentication?.credentials !== undefined) headers.authorization = `${scheme} ${config.authentication.credentials}`;
+    const verdict: SendVerdict = await this.#sender.send({ url: config.url, body: delivery.body, headers }, this.#abort.signal);
+    if (this.#stopped) return; // cut short by shutdown: stays queued as it was
+    const attempts = delivery.attempts + 1;
+    const where = { taskId: delivery.taskId, configId: delivery.configId, attempts };
+    if (verdict.kind === "delivered") {
+      m.pushAttempts.inc({ outcome: "delivered" });
+      m.pushFinished.inc({ outcome: "delivered" });
+      this.#opts.outbox.remove(delivery.id);
+      this.#opts.log.debug({ ...where, status: verdict.status }, "push notification delivered");
+      return;
+    }
+    if (verdict.kind === "reject") {
+      m.pushAttempts.inc({ outcome: "rejected" });
+      m.pushFinished.inc({ outcome: "rejected" });
+      this.#opts.outbox.remove(delivery.id);
+      this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification rejected; not retried");
+      return;
+    }
+    m.pushAttempts.inc({ outcome: "retry" });
+    if (attempts >= this.#opts.maxAttempts) {
+      m.pushFinished.inc({ outcome: "expired" });
+      this.#opts.outbox.remove(delivery.id);
+      this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification given up after A2A_PUSH_MAX_ATTEMPTS attempts");
+      return;
+    }
+    const delay = Math.min(this.#opts.retryMaxMs, verdict.retryAfterMs ?? this.#backoff(attempts));
+    this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason);
+    this.#opts.log.debug({ ...where, reason: verdict.reason, retryInMs: delay }, "push notification will be retried");
+  }
+
+  /** Exponential, with equal jitter: between half and all of initial · 2^(attempts−1), capped. */
+  #backoff(attempts: number): number {
+    const base = Math.min(this.#opts.retryMaxMs, this.#opts.retryInitialMs * 2 ** Math.min(attempts - 1, 30));
+    return Math.round(base / 2 + ((this.#opts.random ?? Math.random)() * base) / 2);
+  }
+}
+
+/** The notification of `task`'s current state in the shape of `line`. */
+export function notification(line: ProtocolLine, task: Task, event?: StatusUpdateEvent): Pick<NewDelivery, "body" | "contentType"> {
+  if (line === "0.3") return { body: JSON.stringify(v0_3.task(task)), contentType: "application/json" };
+  const update: StatusUpdateEvent = event ?? { kind: "status-update", taskId: task.id, contextId: task.contextId, status: task.status, final: false };
+  const payload = isTerminal(task.status.state) ? v1_0.streamEvent({ kind: "task", task }) : v1_0.streamEvent(update);
+  return { body: JSON.stringify(payload), contentType: "application/a2a+json" };
+}
+
+/** A config as the methods answer it (the internal `line` tag left out). */
+function publicConfig(config: PushConfig): PushConfig {
+  const { line: _line, ...rest } = config;
+  return rest;
+}
