@@ -2,6 +2,8 @@
 // its legacy compatibility) against the gateway, in front of the real `opencode serve` driven by the scripted
 // model server. Tasks are stored in SQLite; a restarted gateway still serves them.
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Role, TaskState } from "@a2a-js/sdk";
@@ -20,11 +22,33 @@ let oc: HermeticOpencode;
 let gw: StartedGateway;
 let scratch: string;
 
+/** A webhook receiver on 127.0.0.1: every POST it gets, by path. */
+interface Delivery {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: any;
+}
+const deliveries: Delivery[] = [];
+let receiver: http.Server;
+let receiverUrl: string;
+
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "e2e-sdk-"));
+  receiver = http.createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => (body += c));
+    req.on("end", () => {
+      deliveries.push({ path: req.url ?? "", headers: req.headers, body: JSON.parse(body) });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   stack = await startRealStack({
     password: PASSWORD,
-    env: { A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch, "tasks.db")}` },
+    // The webhook receiver is on loopback, which the SSRF guard refuses by default.
+    env: { A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(scratch, "tasks.db")}`, A2A_PUSH_ALLOW_PRIVATE_NETWORKS: "true" },
   });
   ({ model, oc, gw } = stack);
   // Sessions are created without a title request: the model server answers titles on its own.
@@ -34,6 +58,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.close();
+  receiver?.closeAllConnections();
+  await new Promise((resolve) => receiver?.close(resolve));
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
@@ -211,6 +237,55 @@ describe.each(configs)("A2A %s over %s with @a2a-js/sdk", (line, binding) => {
     await expect.poll(() => model.requests.filter((r) => r.reply?.kind === "hang").at(-1)?.aborted, { timeout: 10_000 }).toBe(true);
     // Idempotent.
     expect(((await c.cancelTask({ tenant: "", id: taskId, metadata: undefined })) as any).status.state).toBe(TaskState.TASK_STATE_CANCELED);
+  }, 60_000);
+
+  it("registers a webhook with the SDK and receives the finished task there; get, list and delete the config", async () => {
+    model.script(text(["Pushed ", "result."], { delayMs: 300 }));
+    const hook = `/hook/${line}/${binding}/${crypto.randomUUID()}`;
+    let taskId: string;
+    if (line === "0.3" && binding === "HTTP+JSON") {
+      // As above: the SDK's 0.3 REST transport cannot ask for a non-blocking send.
+      const res = await fetch(`${gw.url}/v1/message:send`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${TEST_TOKEN}` },
+        body: JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", content: [{ text: "push me" }] }, configuration: { blocking: false } }),
+      });
+      taskId = ((await res.json()) as { task: { id: string } }).task.id;
+    } else {
+      taskId = ((await c.sendMessage(send(message("push me"), { returnImmediately: true }))) as any).id;
+    }
+    const created: any = await c.createTaskPushNotificationConfig({
+      tenant: "",
+      id: "hook-1",
+      taskId,
+      url: receiverUrl + hook,
+      token: "push-token-1",
+      authentication: { scheme: "Bearer", credentials: "receiver-secret" },
+    } as never);
+    expect(created).toMatchObject({ id: "hook-1", taskId, url: receiverUrl + hook, token: "push-token-1" });
+
+    // Whether the config arrived before or after the turn ended, the receiver gets the finished task once.
+    await expect.poll(() => deliveries.filter((d) => d.path === hook).length, { timeout: 15_000 }).toBe(1);
+    const [delivery] = deliveries.filter((d) => d.path === hook);
+    expect(delivery!.headers["x-a2a-notification-token"]).toBe("push-token-1");
+    expect(delivery!.headers.authorization).toBe("Bearer receiver-secret");
+    if (line === "0.3") {
+      expect(delivery!.headers["content-type"]).toBe("application/json");
+      expect(delivery!.body).toMatchObject({ kind: "task", id: taskId, status: { state: "completed" } });
+      expect(JSON.stringify(delivery!.body.artifacts)).toContain("Pushed result.");
+    } else {
+      expect(delivery!.headers["content-type"]).toBe("application/a2a+json");
+      expect(delivery!.body).toMatchObject({ task: { id: taskId, status: { state: "TASK_STATE_COMPLETED" } } });
+      expect(JSON.stringify(delivery!.body.task.artifacts)).toContain("Pushed result.");
+    }
+
+    const got: any = await c.getTaskPushNotificationConfig({ tenant: "", taskId, id: "hook-1" });
+    expect(got).toMatchObject({ id: "hook-1", taskId, url: receiverUrl + hook });
+    const listed: any = await c.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" });
+    expect(listed.configs.map((x: any) => x.id)).toEqual(["hook-1"]);
+    await c.deleteTaskPushNotificationConfig({ tenant: "", taskId, id: "hook-1" });
+    const after: any = await c.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" });
+    expect(after.configs).toEqual([]);
   }, 60_000);
 
   it("refuses a directory that escapes the workspace through a symlink, and accepts one inside", async () => {
