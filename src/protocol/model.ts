@@ -114,6 +114,11 @@ export interface PushConfig {
   authentication?: { schemes: string[]; credentials?: string };
   /** The protocol line the config was set on: the shape of its webhook bodies (absent: 0.3). Never on the wire. */
   line?: "0.3" | "1.0";
+  /**
+   * The result scopes (results.read, results.files) of the principal who set the config: its webhooks carry no more
+   * than that principal may read (absent: everything). Never on the wire.
+   */
+  access?: { artifacts: boolean; files: boolean };
 }
 
 /** Parameters of message/send and message/stream after decoding (either line). */

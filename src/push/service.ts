@@ -28,6 +28,7 @@ import type { ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
 import { v0_3, v1_0, type PushConfigInput, type PushConfigRef } from "../protocol/codec/index.js";
 import { isTerminal, type PushConfig, type StatusUpdateEvent, type Task } from "../protocol/model.js";
+import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../operations/tasks.js";
 import type { Metrics } from "../runtime/metrics.js";
 import type { PushConfigStore } from "../storage/push-configs.js";
 import { queueKey, type NewDelivery, type PushDelivery, type PushOutboxStore } from "../storage/push-outbox.js";
@@ -100,7 +101,7 @@ export class PushService {
     // 0.3 servers name a config without id after its task (tasks/pushNotificationConfig/get works with the task id
     // alone); 1.0 configs get a fresh id.
     const id = input.id ?? (line === "0.3" ? input.taskId : randomUUID());
-    const config: PushConfig = { ...input, id, url, line };
+    const config: PushConfig = { ...input, id, url, line, access: resultAccess(principal) };
     const existing = this.#opts.configs.list(input.taskId);
     if (!existing.some((c) => c.id === id) && existing.length >= this.#opts.maxConfigsPerTask) {
       throw new A2AError("INVALID_PARAMS", `Task ${input.taskId} already has ${existing.length} push notification configs (A2A_PUSH_MAX_CONFIGS_PER_TASK)`, {
@@ -174,11 +175,14 @@ export class PushService {
   }
 
   #enqueue(task: Task, configs: PushConfig[], event?: StatusUpdateEvent): void {
-    const bodies = new Map<ProtocolLine, Pick<NewDelivery, "body" | "contentType">>();
+    // Encoded once per (line, result access) among the task's configs.
+    const bodies = new Map<string, Pick<NewDelivery, "body" | "contentType">>();
     const items = configs.map((config) => {
       const line = config.line ?? "0.3";
-      let body = bodies.get(line);
-      if (body === undefined) bodies.set(line, (body = notification(line, task, event)));
+      const access = config.access ?? FULL_ACCESS;
+      const key = `${line}:${access.artifacts}:${access.files}`;
+      let body = bodies.get(key);
+      if (body === undefined) bodies.set(key, (body = notification(line, task, event, access)));
       return { taskId: task.id, configId: config.id, ...body };
     });
     this.#opts.outbox.enqueue(items);
@@ -294,16 +298,22 @@ export class PushService {
   }
 }
 
-/** The notification of `task`'s current state in the shape of `line`. */
-export function notification(line: ProtocolLine, task: Task, event?: StatusUpdateEvent): Pick<NewDelivery, "body" | "contentType"> {
-  if (line === "0.3") return { body: JSON.stringify(v0_3.task(task)), contentType: "application/json" };
+const FULL_ACCESS: ResultAccess = { artifacts: true, files: true };
+
+/**
+ * The notification of `task`'s current state in the shape of `line`, with only what `access` (the result scopes of
+ * the config's principal) allows.
+ */
+export function notification(line: ProtocolLine, task: Task, event?: StatusUpdateEvent, access: ResultAccess = FULL_ACCESS): Pick<NewDelivery, "body" | "contentType"> {
+  const visible = filterTask(task, access);
+  if (line === "0.3") return { body: JSON.stringify(v0_3.task(visible)), contentType: "application/json" };
   const update: StatusUpdateEvent = event ?? { kind: "status-update", taskId: task.id, contextId: task.contextId, status: task.status, final: false };
-  const payload = isTerminal(task.status.state) ? v1_0.streamEvent({ kind: "task", task }) : v1_0.streamEvent(update);
+  const payload = isTerminal(task.status.state) ? v1_0.streamEvent({ kind: "task", task: visible }) : v1_0.streamEvent(filterEvent(update, access) ?? update);
   return { body: JSON.stringify(payload), contentType: "application/a2a+json" };
 }
 
-/** A config as the methods answer it (the internal `line` tag left out). */
+/** A config as the methods answer it (the internal `line` and `access` tags left out). */
 function publicConfig(config: PushConfig): PushConfig {
-  const { line: _line, ...rest } = config;
+  const { line: _line, access: _access, ...rest } = config;
   return rest;
 }
