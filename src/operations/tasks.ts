@@ -123,14 +123,20 @@ function toEventStream(codec: Codec, handle: { events: AsyncIterator<StreamEvent
 }
 
 /**
- * The push notification config given with a message (0.3 `configuration.pushNotificationConfig`, 1.0
- * `configuration.taskPushNotificationConfig`): checked before anything is created, stored on the task before its
- * turn runs. Ignored, as the SDKs do, when push notifications are off.
+ * The push notification config given with a message (0.3 `configuration.pushNotificationConfig`, 0.3 REST
+ * `configuration.pushNotification`, 1.0 `configuration.taskPushNotificationConfig`): checked before anything is
+ * created, stored on the task before its turn runs. Ignored, as the SDKs do, when push notifications are off.
  */
 function sendTimeConfig(push: PushService | undefined, call: Call, send: SendParams): ((task: Task) => void) | undefined {
   const config = send.configuration?.pushNotificationConfig;
   if (push === undefined || config === undefined) return undefined;
-  const field = call.line === "0.3" ? "configuration.pushNotificationConfig" : "configuration.taskPushNotificationConfig";
+  // The field as the caller's wire names it: 0.3 JSON-RPC, 0.3 REST (proto `push_notification`), 1.0.
+  const field =
+    call.line === "1.0"
+      ? "configuration.taskPushNotificationConfig"
+      : call.transport === "rest"
+        ? "configuration.pushNotification"
+        : "configuration.pushNotificationConfig";
   push.check(config, field);
   return (task) => push.set(call.principal, call.line, { ...config, taskId: task.id }, false, field);
 }
