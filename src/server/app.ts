@@ -17,6 +17,7 @@ import { PushService } from "../push/service.js";
 import { createJsonRpcEndpoint, koaExchange } from "../transport/jsonrpc/index.js";
 import { koaPath, registerRestRoutes } from "../transport/rest/index.js";
 import type { StreamBudget } from "../transport/sse.js";
+import { payloadLog } from "../logging/payloads.js";
 import { Discovery } from "./discovery.js";
 import { authentication } from "./middleware/auth.js";
 import { auditTrail } from "./middleware/audit.js";
@@ -237,10 +238,12 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   // JSON-RPC is registered with the router (which mirrors the catalog) and also mounted in front of it, so the hot
   // path skips the REST route walk.
-  const endpoint = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget });
+  // A2A_LOG_PAYLOADS: decided once here (undefined unless on and the logger is at debug).
+  const payloads = payloadLog(config, log);
+  const endpoint = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget, payloads });
   const jsonrpc = (ctx: Koa.Context): Promise<void> => endpoint(koaExchange(ctx));
   router.post("/", jsonrpc);
-  registerRestRoutes(router, { catalog, registry, limits, streamBudget });
+  registerRestRoutes(router, { catalog, registry, limits, streamBudget, payloads });
 
   const app = new Koa({ proxy: false });
   app.silent = true;

@@ -30,6 +30,7 @@ import { classifyThrown, UpstreamError } from "./errors.js";
 import { SseFrames } from "./sse.js";
 import { openStream } from "./transport.js";
 import { isObject } from "../util/object.js";
+import type { PayloadLog } from "../logging/payloads.js";
 
 export type { OpencodeEvent };
 
@@ -62,6 +63,11 @@ export interface EventHubOptions {
   /** OPENCODE_MAX_CONCURRENT_STREAMS: subscriptions opened with `stream: true` (0 = unlimited). */
   maxStreams: number;
   log?: Pick<Logger, "info" | "warn" | "debug">;
+  /**
+   * A2A_LOG_PAYLOADS with the hub's logger at debug: every received frame is logged as a truncated preview (type,
+   * session, data). Absent = off (see src/logging/payloads.ts).
+   */
+  payloads?: PayloadLog | undefined;
   /** For tests: jitter source. */
   random?: () => number;
 }
@@ -160,6 +166,29 @@ export function sessionIdOf(event: { properties?: unknown }): string | undefined
   if (isObject(p.info) && typeof p.info.sessionID === "string") return p.info.sessionID;
   if (isObject(p.part) && typeof p.part.sessionID === "string") return p.part.sessionID;
   return undefined;
+}
+
+/** The payload log's preview of one raw frame (debug only: parses the frame a second time). */
+function previewFrame(log: PayloadLog, data: string): void {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(data);
+  } catch {
+    log.event(undefined, undefined, undefined, data);
+    return;
+  }
+  const payload = isObject(frame) ? frame.payload : undefined;
+  if (!isObject(payload)) {
+    log.event(undefined, undefined, undefined, frame);
+    return;
+  }
+  const directory = isObject(frame) && typeof frame.directory === "string" ? frame.directory : undefined;
+  log.event(
+    typeof payload.type === "string" ? payload.type : undefined,
+    sessionIdOf(payload),
+    directory,
+    payload.properties === undefined ? payload : payload.properties,
+  );
 }
 
 export class Subscription implements AsyncIterable<HubItem> {
@@ -479,6 +508,7 @@ export class EventHub {
         controller.abort();
       };
       idleTimer = setTimeout(onIdle, idleMs);
+      const payloads = this.#opts.payloads;
       let failure: UpstreamError;
       try {
         const { url, headers } = this.#opts.upstream.eventStreamRequest();
@@ -497,6 +527,7 @@ export class EventHub {
             attempt = 0;
             this.#onOpen();
           }
+          if (payloads !== undefined) previewFrame(payloads, data);
           if (this.#wildcards.size === 0 && (!mayConcern(data, this.#bySession) || (this.#allTypes === 0 && !this.#wants(data)))) {
             this.#framesIn++;
             this.#unparsed++;

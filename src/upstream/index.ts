@@ -7,6 +7,7 @@ import { resolveOpencodeBinary } from "./binary.js";
 import { UpstreamClient } from "./client.js";
 import { EventHub, type HubStatus } from "./hub.js";
 import { ManagedOpencode } from "./managed.js";
+import { payloadLog } from "../logging/payloads.js";
 
 export { UpstreamClient, type CallContext, type CallOptions } from "./client.js";
 export { EventHub, Subscription, sessionIdOf, type HubItem, type HubEvent, type OpencodeEvent } from "./hub.js";
@@ -87,6 +88,7 @@ export async function startUpstream(config: Config, log: Logger, opts: StartUpst
     reconnectMaxMs: config.opencodeEventReconnectMax * 1000,
     maxStreams: config.opencodeMaxStreams,
     log: upstreamLog,
+    payloads: payloadLog(config, upstreamLog),
   });
   managed?.on("ready", (url) => {
     client.setBaseUrl(url);

@@ -17,6 +17,7 @@ import type { MethodHandler } from "../../operations/index.js";
 import type { AuditCall, RequestState } from "../../server/state.js";
 import { invoke, json } from "../http.js";
 import { EventStream } from "../../operations/stream.js";
+import type { PayloadLog } from "../../logging/payloads.js";
 import { sendEventStream, type SseFraming, type StreamBudget } from "../sse.js";
 
 type Id = string | number | null;
@@ -33,6 +34,8 @@ export interface JsonRpcDeps {
   limits: AccessLimits;
   /** Budgets of every SSE response. */
   streamBudget: StreamBudget;
+  /** A2A_LOG_PAYLOADS at debug: every call's params and answer (absent = off; see src/logging/payloads.ts). */
+  payloads?: PayloadLog | undefined;
 }
 
 const PASCAL = /^[A-Z][A-Za-z]+$/;
@@ -168,18 +171,29 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     return out;
   }
 
+  const payloads = deps.payloads;
+
+  /** Payload log of a rate-limited request: every call with the refusal (notifications included, they get no answer). */
+  function logRefused(log: PayloadLog, requests: unknown[], error: A2AError, line: ProtocolLine): void {
+    const refusal = { error: jsonRpcError(line, error) };
+    for (const raw of requests) log.rpcCall(raw, refusal);
+  }
+
   return async function jsonrpc(ex: RpcExchange): Promise<void> {
     const state = ex.state;
     let body: unknown;
     try {
       body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));
     } catch {
-      ex.json({ jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, new A2AError("PARSE_ERROR")) });
+      const error = jsonRpcError(state.line, new A2AError("PARSE_ERROR"));
+      if (payloads !== undefined) payloads.rpcUnparsed(state.rawBody?.length ?? 0, error);
+      ex.json({ jsonrpc: "2.0", id: null, error });
       return;
     }
     const { headers, error: limited } = deps.limits.charge(state.principal as Principal, Array.isArray(body) ? Math.max(1, body.length) : 1);
     ex.setHeaders(headers);
     if (limited) {
+      if (payloads !== undefined) logRefused(payloads, Array.isArray(body) ? body : [body], limited, state.line);
       const refused = refuseAll(Array.isArray(body) ? body : [body], limited, state.line);
       if (refused.length === 0) ex.noContent();
       else ex.json(Array.isArray(body) ? refused : refused[0]);
@@ -187,15 +201,20 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     }
     if (Array.isArray(body)) {
       if (body.length === 0) {
-        ex.json({ jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, invalidRequest("empty batch")) });
+        const error = jsonRpcError(state.line, invalidRequest("empty batch"));
+        if (payloads !== undefined) payloads.rpcCall(body, { error });
+        ex.json({ jsonrpc: "2.0", id: null, error });
         return;
       }
-      const responses = (await Promise.all(body.map((r) => callOne(r, state, true)))).filter((r): r is Response => r !== null && !("stream" in r));
+      const answers = await Promise.all(body.map((r) => callOne(r, state, true)));
+      if (payloads !== undefined) for (let i = 0; i < body.length; i++) payloads.rpcCall(body[i], answers[i]!);
+      const responses = answers.filter((r): r is Response => r !== null && !("stream" in r));
       if (responses.length === 0) ex.noContent();
       else ex.json(responses);
       return;
     }
     const response = await callOne(body, state, false, (line) => ex.setHeaders({ "A2A-Version": line }));
+    if (payloads !== undefined) payloads.rpcCall(body, response);
     if (response === null) ex.noContent();
     else if ("stream" in response) {
       const { id, line } = response;

@@ -16,6 +16,7 @@ import { restError } from "../../protocol/errors.js";
 import { EventStream } from "../../operations/stream.js";
 import { invoke, json } from "../http.js";
 import { sendEventStream, type StreamBudget } from "../sse.js";
+import type { PayloadLog } from "../../logging/payloads.js";
 
 export interface RestDeps {
   catalog: Catalog;
@@ -24,6 +25,58 @@ export interface RestDeps {
   limits: AccessLimits;
   /** Budgets of every SSE response. */
   streamBudget: StreamBudget;
+  /** A2A_LOG_PAYLOADS at debug: every route call's request and response bodies (absent = off; see src/logging/payloads.ts). */
+  payloads?: PayloadLog | undefined;
+}
+
+type RouteHandler = (ctx: Context, next: Next) => Promise<unknown>;
+
+/** A request body for the payload log: parsed JSON, or a size note when it is not JSON (it cannot be redacted). */
+function loggedBody(ctx: Context): unknown {
+  const raw = (ctx.state as RequestState).rawBody;
+  if (!raw || raw.length === 0) return undefined;
+  try {
+    return JSON.parse(raw.toString("utf8"));
+  } catch {
+    return `[not JSON, ${raw.length} bytes]`;
+  }
+}
+
+/** The response body `json()` wrote (a JSON string) as a value for the payload log. */
+function loggedResponse(body: unknown): unknown {
+  if (typeof body !== "string") return body;
+  try {
+    return JSON.parse(body);
+  } catch {
+    return body;
+  }
+}
+
+/**
+ * `handle` with its request and response bodies logged at debug. Only installed when payload logging is on, so the
+ * routes of the default configuration run without it.
+ */
+function withPayloadLog(log: PayloadLog, route: string, methodOf: (line: ProtocolLine) => string | undefined, handle: RouteHandler): RouteHandler {
+  return async (ctx, next) => {
+    let passed = false;
+    const pass = (): Promise<unknown> => {
+      passed = true;
+      return next();
+    };
+    try {
+      await handle(ctx, pass);
+    } catch (err) {
+      if (!passed) {
+        const line = (ctx.state as RequestState).line;
+        log.restCall(route, ctx.path, methodOf(line), loggedBody(ctx), { error: restError(line, toA2AError(err)).body });
+      }
+      throw err;
+    }
+    if (passed) return; // another route answered (and logged) the request
+    const method = methodOf((ctx.state as RequestState).line);
+    if (ctx.respond === false) log.restCall(route, ctx.path, method, loggedBody(ctx), { stream: true });
+    else log.restCall(route, ctx.path, method, loggedBody(ctx), { body: loggedResponse(ctx.body) });
+  };
 }
 
 /** `/v1/tasks/{id}:cancel` → `/v1/tasks/:id\:cancel` (path-to-regexp syntax of @koa/router). */
@@ -67,7 +120,7 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
     const perLine = new Map(
       deps.catalog.protocol_lines.map((l) => [l, { method: methodForOperation(deps.catalog, l, route.operation!), schema: bodySchemaFor(deps.catalog, route, l) }]),
     );
-    router.register(koaPath(route.path), [route.verb], async (ctx: Context, next: Next) => {
+    const handle: RouteHandler = async (ctx: Context, next: Next) => {
       // `{id}` never swallows a literal suffix: `GET /tasks/x:cancel` is not `GET /tasks/{id}` with id "x:cancel".
       if (Object.values(ctx.params as Record<string, string>).some((v) => v.includes(":"))) return next();
       const state = ctx.state as RequestState;
@@ -102,7 +155,13 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       audit.result = result;
       ctx.status = 200;
       json(ctx, result ?? {});
-    });
+    };
+    const name = `${route.verb} ${route.path}`;
+    router.register(
+      koaPath(route.path),
+      [route.verb],
+      deps.payloads === undefined ? handle : withPayloadLog(deps.payloads, name, (l) => perLine.get(l)?.method?.name, handle),
+    );
   }
   return routes;
 }
