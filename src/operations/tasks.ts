@@ -137,7 +137,7 @@ function sendTimeConfig(push: PushService | undefined, call: Call, send: SendPar
       : call.transport === "rest"
         ? "configuration.pushNotification"
         : "configuration.pushNotificationConfig";
-  push.check(config, field);
+  push.check(config, field, call.line);
   return (task) => push.set(call.principal, call.line, { ...config, taskId: task.id }, false, field);
 }
 

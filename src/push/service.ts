@@ -97,7 +97,7 @@ export class PushService {
    */
   set(principal: Principal, line: ProtocolLine, input: PushConfigInput, announce = true, field = line === "0.3" ? "pushNotificationConfig" : ""): PushConfig {
     const task = this.#opts.visibleTask(principal, input.taskId);
-    const url = this.check(input, field);
+    const url = this.check(input, field, line);
     // 0.3 servers name a config without id after its task (tasks/pushNotificationConfig/get works with the task id
     // alone); 1.0 configs get a fresh id.
     const id = input.id ?? (line === "0.3" ? input.taskId : randomUUID());
@@ -120,8 +120,8 @@ export class PushService {
   }
 
   /** The config's URL (normalised) and header values checked, or INVALID_PARAMS naming the field under `field`. */
-  check(config: Omit<PushConfig, "taskId" | "id">, field: string): string {
-    return checkPushConfig(config, field, this.#opts.allowPrivateNetworks);
+  check(config: Omit<PushConfig, "taskId" | "id">, field: string, line: ProtocolLine): string {
+    return checkPushConfig(config, field, this.#opts.allowPrivateNetworks, line === "1.0" ? () => "authentication.scheme" : undefined);
   }
 
   /** The config named by `ref.id`; without an id (0.3 `{id}` only) the one named after the task, else the first. */
@@ -213,39 +213,57 @@ export class PushService {
     while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
   }
 
+  /**
+   * Starts what is due and arms the timer for what comes next. Runs from timers and microtasks, so it never
+   * throws: when the outbox cannot be read (the store is unavailable) it logs and tries again after
+   * A2A_PUSH_RETRY_INITIAL_SECONDS.
+   */
   #kick(): void {
     if (!this.#started || this.#stopped) return;
-    const free = this.#opts.maxConcurrency - this.#inflight.size;
-    if (free > 0) {
-      for (const delivery of this.#opts.outbox.due(this.#now(), free, this.#busy)) this.#attempt(delivery);
+    try {
+      const free = this.#opts.maxConcurrency - this.#inflight.size;
+      if (free > 0) {
+        for (const delivery of this.#opts.outbox.due(this.#now(), free, this.#busy)) this.#attempt(delivery);
+      }
+      // The next wake-up: when the next queue head falls due (a slot freeing up kicks at once, see #attempt).
+      if (this.#inflight.size < this.#opts.maxConcurrency) {
+        const next = this.#opts.outbox.nextDueAt(this.#busy);
+        if (next !== undefined) this.#wakeAt(next);
+      }
+    } catch (error) {
+      this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error) }, "push outbox unavailable; trying again shortly");
+      this.#wakeAt(this.#now() + this.#opts.retryInitialMs);
     }
-    this.#schedule();
   }
 
-  /** Wake up when the next queue head falls due (or at once when a slot frees up: #attempt kicks). */
-  #schedule(): void {
-    if (this.#inflight.size >= this.#opts.maxConcurrency) return;
-    const next = this.#opts.outbox.nextDueAt(this.#busy);
-    if (next === undefined || next >= this.#timerAt) return;
+  #wakeAt(at: number): void {
+    if (this.#stopped || at >= this.#timerAt) return;
     clearTimeout(this.#timer);
-    this.#timerAt = next;
+    this.#timerAt = at;
     this.#timer = setTimeout(() => {
       this.#timerAt = Infinity;
       this.#kick();
-    }, Math.max(0, next - this.#now()));
+    }, Math.max(0, at - this.#now()));
     this.#timer.unref();
   }
 
   #attempt(delivery: PushDelivery): void {
     const key = queueKey(delivery.taskId, delivery.configId);
     this.#busy.add(key);
-    const run = this.#deliver(delivery)
-      .catch((error: unknown) => this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error), taskId: delivery.taskId }, "push delivery failed"))
-      .finally(() => {
+    const run = this.#deliver(delivery).then(
+      () => {
         this.#busy.delete(key);
         this.#inflight.delete(run);
         this.#kick();
-      });
+      },
+      (error: unknown) => {
+        // The store failed around the POST: the entry stays queued; no immediate retry (it would spin).
+        this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error), taskId: delivery.taskId }, "push delivery failed");
+        this.#busy.delete(key);
+        this.#inflight.delete(run);
+        this.#wakeAt(this.#now() + this.#opts.retryInitialMs);
+      },
+    );
     this.#inflight.add(run);
   }
 
@@ -253,8 +271,7 @@ export class PushService {
     const m = this.#opts.metrics;
     const config = this.#opts.configs.get(delivery.taskId, delivery.configId);
     if (config === undefined) {
-      this.#opts.outbox.remove(delivery.id);
-      m.pushFinished.inc({ outcome: "dropped" });
+      if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
       return;
     }
     const headers: Record<string, string> = { "content-type": delivery.contentType };
@@ -265,30 +282,21 @@ export class PushService {
     if (this.#stopped) return; // cut short by shutdown: stays queued as it was
     const attempts = delivery.attempts + 1;
     const where = { taskId: delivery.taskId, configId: delivery.configId, attempts };
-    if (verdict.kind === "delivered") {
-      m.pushAttempts.inc({ outcome: "delivered" });
-      m.pushFinished.inc({ outcome: "delivered" });
-      this.#opts.outbox.remove(delivery.id);
-      this.#opts.log.debug({ ...where, status: verdict.status }, "push notification delivered");
+    m.pushAttempts.inc({ outcome: verdict.kind === "reject" ? "rejected" : verdict.kind });
+    if (verdict.kind === "retry" && attempts < this.#opts.maxAttempts) {
+      const delay = Math.min(this.#opts.retryMaxMs, verdict.retryAfterMs ?? this.#backoff(attempts));
+      this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason);
+      this.#opts.log.debug({ ...where, reason: verdict.reason, retryInMs: delay }, "push notification will be retried");
       return;
     }
-    if (verdict.kind === "reject") {
-      m.pushAttempts.inc({ outcome: "rejected" });
-      m.pushFinished.inc({ outcome: "rejected" });
-      this.#opts.outbox.remove(delivery.id);
-      this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification rejected; not retried");
-      return;
+    // Done with it: delivered, refused by the receiver, or out of attempts. (Not counted when its config was deleted
+    // meanwhile: the delete counted it as dropped.)
+    if (this.#opts.outbox.remove(delivery.id)) {
+      m.pushFinished.inc({ outcome: verdict.kind === "delivered" ? "delivered" : verdict.kind === "reject" ? "rejected" : "expired" });
     }
-    m.pushAttempts.inc({ outcome: "retry" });
-    if (attempts >= this.#opts.maxAttempts) {
-      m.pushFinished.inc({ outcome: "expired" });
-      this.#opts.outbox.remove(delivery.id);
-      this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification given up after A2A_PUSH_MAX_ATTEMPTS attempts");
-      return;
-    }
-    const delay = Math.min(this.#opts.retryMaxMs, verdict.retryAfterMs ?? this.#backoff(attempts));
-    this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason);
-    this.#opts.log.debug({ ...where, reason: verdict.reason, retryInMs: delay }, "push notification will be retried");
+    if (verdict.kind === "delivered") this.#opts.log.debug({ ...where, status: verdict.status }, "push notification delivered");
+    else if (verdict.kind === "reject") this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification rejected; not retried");
+    else this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification given up after A2A_PUSH_MAX_ATTEMPTS attempts");
   }
 
   /** Exponential, with equal jitter: between half and all of initial · 2^(attempts−1), capped. */

@@ -21,7 +21,13 @@ export const MAX_HEADER_VALUE_LENGTH = 4096;
  * `allowPrivateNetworks` a URL whose host is a refused IP literal or a `localhost` name (RFC 6761) is refused here
  * already; other names are checked when they are resolved for sending.
  */
-export function checkPushConfig(config: Omit<PushConfig, "taskId" | "id">, field: string, allowPrivateNetworks: boolean): string {
+export function checkPushConfig(
+  config: Omit<PushConfig, "taskId" | "id">,
+  field: string,
+  allowPrivateNetworks: boolean,
+  /** Where the wire carries the i-th scheme: 0.3 `authentication.schemes[i]`, 1.0 `authentication.scheme`. */
+  schemeField: (i: number) => string = (i) => `authentication.schemes[${i}]`,
+): string {
   // `field` is "" for a config at the root of the params (1.0): name "url", not ".url".
   const url = checkUrl(config.url, at(field, "url"));
   if (!allowPrivateNetworks) {
@@ -34,8 +40,8 @@ export function checkPushConfig(config: Omit<PushConfig, "taskId" | "id">, field
   const auth = config.authentication;
   if (auth !== undefined) {
     auth.schemes.forEach((s, i) => {
-      headerValue(s, at(field, `authentication.schemes[${i}]`));
-      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(s)) throw invalid(at(field, `authentication.schemes[${i}]`), "must be an HTTP auth scheme token (e.g. Bearer)");
+      headerValue(s, at(field, schemeField(i)));
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(s)) throw invalid(at(field, schemeField(i)), "must be an HTTP auth scheme token (e.g. Bearer)");
     });
     headerValue(auth.credentials, at(field, "authentication.credentials"));
   }
@@ -91,8 +97,10 @@ for (const [address, prefix] of [
 ] as const)
   blocked.addSubnet(address, prefix, "ipv4");
 for (const [address, prefix] of [
-  ["::", 128], // unspecified
-  ["::1", 128], // loopback
+  ["::", 96], // unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d
+  ["2001::", 32], // Teredo (embeds IPv4)
+  ["2002::", 16], // 6to4 (embeds IPv4)
+  ["fec0::", 10], // deprecated site-local
   ["64:ff9b::", 96], // NAT64 (embeds IPv4)
   ["100::", 64], // discard
   ["2001:db8::", 32], // documentation

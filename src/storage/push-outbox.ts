@@ -31,8 +31,8 @@ export interface PushOutboxStore {
   due(now: number, limit: number, busy: ReadonlySet<string>): PushDelivery[];
   /** When the next queue head falls due (epoch ms), or undefined when the outbox is empty. */
   nextDueAt(busy: ReadonlySet<string>): number | undefined;
-  /** Remove one entry (delivered or given up on). */
-  remove(id: number): void;
+  /** Remove one entry (delivered or given up on); false when it was not there (dropped meanwhile). */
+  remove(id: number): boolean;
   reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void;
   /** Drop what waits for one config, or for every config of the task. Returns how many. */
   drop(taskId: string, configId?: string): number;
@@ -80,8 +80,8 @@ export class MemoryPushOutboxStore implements PushOutboxStore {
     return next;
   }
 
-  remove(id: number): void {
-    this.#entries.delete(id);
+  remove(id: number): boolean {
+    return this.#entries.delete(id);
   }
 
   reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void {
@@ -167,8 +167,8 @@ export class SqlitePushOutboxStore implements PushOutboxStore {
     return rows[0]?.next_attempt_at;
   }
 
-  remove(id: number): void {
-    this.store.guard("pushOutbox.remove", () => this.store.statement("DELETE FROM a2a_push_outbox WHERE id = ?").run(id));
+  remove(id: number): boolean {
+    return this.store.guard("pushOutbox.remove", () => this.store.statement("DELETE FROM a2a_push_outbox WHERE id = ?").run(id).changes > 0);
   }
 
   reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void {

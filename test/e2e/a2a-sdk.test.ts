@@ -160,24 +160,28 @@ describe.each(configs)("A2A %s over %s with @a2a-js/sdk", (line, binding) => {
     expect(got.history[0].role).toBe(Role.ROLE_AGENT);
   }, 60_000);
 
-  it("non-blocking send returns a working task that completes in the background", async () => {
-    model.script(text(["Background ", "done."], { delayMs: 150 }));
-    let task: any;
+  /** A non-blocking send of `value`: the task as answered (still running), in the SDK's shape or 0.3 REST's. */
+  async function sendNonBlocking(value: string): Promise<any> {
     if (line === "0.3" && binding === "HTTP+JSON") {
       // The SDK's 0.3 REST transport drops `blocking: false` from the body (a2a-wire §17), so it cannot ask for a
       // non-blocking send; say it on the wire ourselves, as a 0.3 REST client does.
       const res = await fetch(`${gw.url}/v1/message:send`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${TEST_TOKEN}` },
-        body: JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", content: [{ text: "work in the background" }] }, configuration: { blocking: false } }),
+        body: JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", content: [{ text: value }] }, configuration: { blocking: false } }),
       });
       const body = (await res.json()) as { task: { id: string; status: { state: string } } };
       expect(body.task.status.state).toMatch(/^TASK_STATE_(SUBMITTED|WORKING)$/);
-      task = body.task;
-    } else {
-      task = await c.sendMessage(send(message("work in the background"), { returnImmediately: true }));
-      expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status.state);
+      return body.task;
     }
+    const task: any = await c.sendMessage(send(message(value), { returnImmediately: true }));
+    expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status.state);
+    return task;
+  }
+
+  it("non-blocking send returns a working task that completes in the background", async () => {
+    model.script(text(["Background ", "done."], { delayMs: 150 }));
+    const task = await sendNonBlocking("work in the background");
     await expect
       .poll(async () => ((await c.getTask({ tenant: "", id: task.id, historyLength: undefined as never })) as any).status.state, { timeout: 15_000 })
       .toBe(TaskState.TASK_STATE_COMPLETED);
@@ -242,18 +246,7 @@ describe.each(configs)("A2A %s over %s with @a2a-js/sdk", (line, binding) => {
   it("registers a webhook with the SDK and receives the finished task there; get, list and delete the config", async () => {
     model.script(text(["Pushed ", "result."], { delayMs: 300 }));
     const hook = `/hook/${line}/${binding}/${crypto.randomUUID()}`;
-    let taskId: string;
-    if (line === "0.3" && binding === "HTTP+JSON") {
-      // As above: the SDK's 0.3 REST transport cannot ask for a non-blocking send.
-      const res = await fetch(`${gw.url}/v1/message:send`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${TEST_TOKEN}` },
-        body: JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", content: [{ text: "push me" }] }, configuration: { blocking: false } }),
-      });
-      taskId = ((await res.json()) as { task: { id: string } }).task.id;
-    } else {
-      taskId = ((await c.sendMessage(send(message("push me"), { returnImmediately: true }))) as any).id;
-    }
+    const taskId: string = (await sendNonBlocking("push me")).id;
     const created: any = await c.createTaskPushNotificationConfig({
       tenant: "",
       id: "hook-1",
