@@ -8,6 +8,7 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseAuditQuery } from "../../src/audit/routes.js";
 import { A2AError } from "../../src/contract/errors.js";
+import { expectA2AError } from "../support/errors.js";
 import { prepare } from "../../src/storage/pin.js";
 import {
   decodeAuditPageToken,
@@ -48,17 +49,7 @@ function entry(extra: Partial<NewAuditEntry> = {}): NewAuditEntry {
   };
 }
 
-function expectInvalidToken(fn: () => unknown): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(A2AError);
-  expect((caught as A2AError).reason).toBe("INVALID_PARAMS");
-  expect((caught as A2AError).data).toMatchObject({ field: "page_token" });
-}
+const expectInvalidToken = (fn: () => unknown): void => void expectA2AError(fn, "INVALID_PARAMS", { field: "page_token" });
 
 const backends = [
   { name: "memory", open: () => openStorage({ backend: "memory" }) },

@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Principal } from "../../src/auth/index.js";
 import { A2AError } from "../../src/contract/errors.js";
+import { expectA2AError } from "../support/errors.js";
 import { RESULTS_FILES, RESULTS_READ } from "../../src/operations/tasks.js";
 import type { PushConfigInput } from "../../src/protocol/codec/index.js";
 import type { StatusUpdateEvent, Task, TaskState } from "../../src/protocol/model.js";
@@ -162,19 +163,6 @@ async function counter(metrics: Metrics, name: string, labels: Record<string, st
   const data = await metric.get();
   const match = data.values.find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val));
   return match?.value ?? 0;
-}
-
-function expectA2AError(fn: () => unknown, reason: string, data?: Record<string, unknown>): A2AError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(A2AError);
-  expect((caught as A2AError).reason).toBe(reason);
-  if (data !== undefined) expect((caught as A2AError).data).toMatchObject(data);
-  return caught as A2AError;
 }
 
 const input = (taskId: string, extra: Partial<PushConfigInput> = {}): PushConfigInput => ({ taskId, url: URL_A, ...extra });

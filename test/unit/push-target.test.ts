@@ -3,25 +3,13 @@
 // naming the field), hostOf, and guardedLookup (the connection-time DNS check) called directly.
 import type { LookupAddress } from "node:dns";
 import { describe, expect, it } from "vitest";
-import { A2AError } from "../../src/contract/errors.js";
+import { expectA2AError } from "../support/errors.js";
 import type { PushConfig } from "../../src/protocol/model.js";
 import { checkPushConfig, guardedLookup, hostOf, isPrivateAddress, MAX_HEADER_VALUE_LENGTH, MAX_URL_LENGTH, PushTargetRefused } from "../../src/push/target.js";
 
 type Config = Omit<PushConfig, "taskId" | "id">;
 
-/** The INVALID_PARAMS error `fn` throws (fails the test when it throws anything else or nothing). */
-function invalidParams(fn: () => unknown): A2AError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(A2AError);
-  const error = caught as A2AError;
-  expect(error.reason).toBe("INVALID_PARAMS");
-  return error;
-}
+const invalidParams = (fn: () => unknown) => expectA2AError(fn, "INVALID_PARAMS");
 
 const refusedField = (config: Config, field = "cfg", allowPrivate = false): unknown =>
   invalidParams(() => checkPushConfig(config, field, allowPrivate)).data.field;

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { A2AError } from "../../src/contract/errors.js";
+import { expectA2AError } from "../support/errors.js";
 import { prepare } from "../../src/storage/pin.js";
 import type { PushConfig, Task, TaskState } from "../../src/protocol/model.js";
 import {
@@ -39,18 +39,6 @@ function makeTask(id: string, opts: { contextId?: string; state?: TaskState; at?
     status: { state: opts.state ?? "working", timestamp: opts.at ?? ts(0) },
     history: [{ messageId: `m-${id}`, role: "user", parts: [{ kind: "text", text: `hello ${id}` }] }],
   };
-}
-
-function expectA2AError(fn: () => unknown, reason: string, data?: Record<string, unknown>): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(A2AError);
-  expect((caught as A2AError).reason).toBe(reason);
-  if (data !== undefined) expect((caught as A2AError).data).toMatchObject(data);
 }
 
 function expectStorageError(fn: () => unknown, code: string, message?: RegExp): void {
