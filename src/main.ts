@@ -64,8 +64,12 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
     setTimeout(() => process.exit(1), 15_000).unref();
     server.close();
     server.closeAllConnections();
-    upstream
-      .stop()
+    // The gateway first (live turns stop as they are, push delivery stops, the audit log is flushed, the store is
+    // closed), then the upstream link: ending the event stream under running turns would fail their tasks.
+    gateway
+      .close()
+      .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "gateway close failed"))
+      .then(() => upstream.stop())
       .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "upstream stop failed"))
       .finally(() => process.exit(0));
   };

@@ -6,25 +6,31 @@ import { codecFor } from "../protocol/codec/index.js";
 import type { PushService } from "../push/service.js";
 import type { Call, MethodHandler } from "./index.js";
 
-const pathParams = (params: Record<string, unknown>): Record<string, unknown> => {
-  const { body: _body, ...rest } = params;
-  return rest;
-};
+/**
+ * The task and config ids of a REST route's path, whichever path family the route has: `/v1/tasks/{id}/
+ * pushNotificationConfigs/{configId}` (0.3) or `/tasks/{taskId}/pushNotificationConfigs/{id}` (root paths, which
+ * speak the negotiated line: 0.3 too when the request says so or names no version).
+ */
+function restIds(params: Record<string, unknown>): { taskId?: unknown; configId?: unknown } {
+  return "taskId" in params ? { taskId: params.taskId, configId: params.id } : { taskId: params.id, configId: params.configId };
+}
 
 export function pushHandlers(push: PushService): Record<string, MethodHandler> {
-  const refOf = (params: Record<string, unknown>, call: Call) =>
-    codecFor(call.line, call.transport).decodePushConfigRef(call.transport === "rest" ? pathParams(params) : params);
+  const refOf = (params: Record<string, unknown>, call: Call) => {
+    const codec = codecFor(call.line, call.transport);
+    if (call.transport !== "rest") return codec.decodePushConfigRef(params);
+    // Handed to the codec under the names its line's REST paths use.
+    const { taskId, configId } = restIds(params);
+    const named = call.line === "0.3" ? { id: taskId, configId } : { taskId, id: configId };
+    return codec.decodePushConfigRef(Object.fromEntries(Object.entries(named).filter(([, v]) => v !== undefined)));
+  };
   return {
     "push.set": async (params, call) => {
       const codec = codecFor(call.line, call.transport);
-      let input;
-      if (call.transport === "rest") {
-        // The task comes from the path: 0.3 `/v1/tasks/{id}/…`, 1.0 `/tasks/{taskId}/…`.
-        const taskId = (call.line === "0.3" ? params.id : params.taskId) as string | undefined;
-        input = codec.decodePushConfig(params.body ?? {}, taskId);
-      } else {
-        input = codec.decodePushConfig(params);
-      }
+      const input =
+        call.transport === "rest"
+          ? codec.decodePushConfig(params.body ?? {}, restIds(params).taskId as string | undefined)
+          : codec.decodePushConfig(params);
       return codec.pushConfig(push.set(call.principal, call.line, input));
     },
     "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(push.get(call.principal, refOf(params, call))),

@@ -51,8 +51,12 @@ export interface Gateway {
   /** Push notification configs and delivery (absent when A2A_PUSH_NOTIFICATIONS_ENABLED=false or without an upstream). */
   push: PushService | undefined;
   metrics: Metrics;
-  /** Ends live streams and closes the store the gateway opened itself. */
-  close(): void;
+  /**
+   * Ends live streams (their tasks stay as stored: a restarted gateway fails them as GATEWAY_RESTARTED), stops push
+   * delivery (what is queued stays for the next start), flushes the audit log and closes the store the gateway opened
+   * itself. Call it before stopping the upstream link: otherwise the turns see their event stream end and fail.
+   */
+  close(): Promise<void>;
 }
 
 export function deploymentFacts(config: Config): DeploymentFacts {
@@ -306,9 +310,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     runtime,
     metrics,
     push,
-    close() {
+    async close() {
       runtime?.shutdown();
-      void push?.stop();
+      await push?.stop();
       recorder.close();
       if (ownsStorage) storage?.close();
     },

@@ -1,9 +1,14 @@
-// The `serve` command with a bad environment: non-zero exit, a clear message naming the variable, no secrets.
+// The `serve` command with a bad environment: non-zero exit, a clear message naming the variable, no secrets; and its
+// shutdown on SIGTERM.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
+import { TaskRuntime } from "../../src/runtime/tasks.js";
+import { openStorage } from "../../src/storage/index.js";
+import { startStubUpstream } from "../../tools/upstream/stub.js";
 import { binPath } from "../support/build.js";
 
 const SECRET = "cli-secret-token-do-not-print-4242";
@@ -66,4 +71,77 @@ describe("opencode-a2a serve with a bad environment", () => {
     expect(res.stderr).toContain("A2A_BEARER_TOKEN");
     expect(res.stdout + res.stderr).not.toContain("pw12345");
   });
+});
+
+describe("opencode-a2a serve stopped by SIGTERM", () => {
+  it("leaves a running task as stored (a restart fails it as GATEWAY_RESTARTED), flushes the audit log and exits 0", async () => {
+    const stub = await startStubUpstream();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-stop-"));
+    const file = path.join(dir, "tasks.db");
+    const env = {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? cwd,
+      A2A_BEARER_TOKEN: SECRET,
+      A2A_PORT: "0",
+      OPENCODE_BASE_URL: stub.url,
+      A2A_TASK_STORE_DATABASE_URL: `sqlite:///${file}`,
+      A2A_LOG_LEVEL: "silent",
+    };
+    try {
+      const child = spawn(command[0], command[1], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
+      const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${out}`)), 20_000);
+        child.stdout.on("data", (c: Buffer) => {
+          out += c.toString();
+          const m = /listening on (http:\/\/\S+)/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1]!);
+          }
+        });
+      });
+      stub.script({ kind: "hang" });
+      const res = await fetch(`${url}/`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${SECRET}` },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hold on" }] }, configuration: { blocking: false } },
+        }),
+      });
+      const taskId = ((await res.json()) as { result: { id: string; status: { state: string } } }).result.id;
+      // The turn is running upstream (the stub holds it) when the gateway is told to stop.
+      await expect.poll(() => stub.stats().busySessions, { timeout: 5_000 }).toBe(1);
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+
+      const db = new Database(file, { readonly: true });
+      try {
+        const row = db.prepare("SELECT state FROM a2a_tasks WHERE id = ?").get(taskId) as { state: string };
+        expect(row.state, "a stopping gateway does not fail the running task itself").toBe("working");
+        const audited = db.prepare("SELECT method FROM a2a_audit_log WHERE task_id = ?").all(taskId) as { method: string }[];
+        expect(audited.map((a) => a.method)).toContain("message/send");
+      } finally {
+        db.close();
+      }
+      // A new gateway on the same store fails the task it cannot continue.
+      const storage = openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
+      try {
+        const failed = new TaskRuntime({ store: storage.tasks, log: { info() {}, warn() {}, error() {}, debug() {} } } as never).failOrphans();
+        expect(failed).toBe(1);
+        const task = storage.tasks.get(taskId)!.task;
+        expect(task.status.state).toBe("failed");
+        expect((task.metadata?.opencode as { error?: { type?: string } }).error?.type).toBe("GATEWAY_RESTARTED");
+      } finally {
+        storage.close();
+      }
+    } finally {
+      await stub.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

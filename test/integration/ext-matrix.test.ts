@@ -306,7 +306,7 @@ async function startDownGateway(): Promise<typeof down> {
     upstream,
     server,
     async close() {
-      gateway.close();
+      await gateway.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await upstream.stop();

@@ -477,7 +477,7 @@ describe("owner guard, shell toggle and payload privacy", () => {
   let upstream: Upstream;
   let storage: Storage;
   let server: http.Server;
-  let close: () => void;
+  let close: () => Promise<void>;
   let url: string;
   const log = new Capture();
 
@@ -504,7 +504,7 @@ describe("owner guard, shell toggle and payload privacy", () => {
   });
 
   afterAll(async () => {
-    close?.();
+    await close?.();
     server?.closeAllConnections();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await upstream?.stop();

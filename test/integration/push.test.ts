@@ -607,6 +607,29 @@ describe.each(MODES)("push config methods on $name", (m) => {
   });
 });
 
+describe("root REST paths without A2A-Version (the default line, 0.3)", () => {
+  it("set, get, list and delete read the task and config ids from /tasks/{taskId}/pushNotificationConfigs/{id}", async () => {
+    const m03 = MODES[1]!; // 0.3 REST: the body and answer shapes the default line speaks
+    const task = await completedTask(g, m03);
+    const hook = rx.path("root-03");
+    const root = `/tasks/${task.id}/pushNotificationConfigs`;
+    const bare = (method: string, p: string, body?: unknown) => call(g.url, p, { method, headers: ADMIN, ...(body === undefined ? {} : { body }) });
+    const set = await bare("POST", root, { pushNotificationConfig: { id: "root-cfg", url: rx.url(hook) } });
+    expect(set.status, set.text).toBe(200);
+    expect(set.body).toMatchObject({ name: `tasks/${task.id}/pushNotificationConfigs/root-cfg`, pushNotificationConfig: { id: "root-cfg", url: rx.url(hook) } });
+    await expectNotification("0.3", (await rx.waitFor(hook, 1))[0]!, task.id, "completed");
+    const got = await bare("GET", `${root}/root-cfg`);
+    expect(got.status, got.text).toBe(200);
+    expect(got.body.pushNotificationConfig.id).toBe("root-cfg");
+    const listed = await bare("GET", root);
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.configs.map((c: any) => c.pushNotificationConfig.id)).toEqual(["root-cfg"]);
+    const deleted = await bare("DELETE", `${root}/root-cfg`);
+    expect(deleted.status, deleted.text).toBe(200);
+    expect((await bare("GET", `${root}/root-cfg`)).status).toBe(404);
+  });
+});
+
 describe("configs of both lines on one task", () => {
   it("each config gets the notification in the shape of the line it was set on", async () => {
     const m03 = MODES[1]!; // 0.3 REST

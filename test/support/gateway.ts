@@ -59,13 +59,12 @@ export async function startGateway(env: Record<string, string> = {}, options: St
     token: TEST_TOKEN,
     gateway,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        gateway.close();
-        store.remove();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: async () => {
+      await gateway.close();
+      store.remove();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }
 
