@@ -338,8 +338,8 @@ export interface paths {
         get: operations["V1_0_listTaskPushNotificationConfigs"];
         put?: never;
         /**
-         * @description REST twin of CreateTaskPushNotificationConfig: registers a webhook for the task in the path. 400
-         *     PUSH_NOTIFICATION_NOT_SUPPORTED while the capability is off.
+         * @description REST twin of CreateTaskPushNotificationConfig: registers a webhook for the task in the path (delivery as
+         *     described there). 400 PUSH_NOTIFICATION_NOT_SUPPORTED while the capability is off.
          */
         post: operations["V1_0_createTaskPushNotificationConfig"];
         delete?: never;
@@ -509,7 +509,10 @@ export interface paths {
         /** @description Lists a task's webhook configurations. Answers 400 PUSH_NOTIFICATION_NOT_SUPPORTED while push is off. */
         get: operations["V0_3_Rest_pushNotificationConfigList"];
         put?: never;
-        /** @description Registers a webhook for a task. Answers 400 PUSH_NOTIFICATION_NOT_SUPPORTED while push is off. */
+        /**
+         * @description Registers a webhook for a task (delivery as described for tasks/pushNotificationConfig/set: the Task on every
+         *     state change). Answers 400 PUSH_NOTIFICATION_NOT_SUPPORTED while push is off.
+         */
         post: operations["V0_3_Rest_pushNotificationConfigCreate"];
         delete?: never;
         options?: never;

@@ -7,7 +7,7 @@ export const PROFILE_ID = "opencode-a2a-single-tenant-coding-v1";
 /** What the discovery documents need to know about a deployment. */
 export interface DeploymentFacts {
   defaultLine: ProtocolLine;
-  /** Push notifications delivered (capabilities.pushNotifications). */
+  /** Push notifications delivered (capabilities.pushNotifications); on by default (A2A_PUSH_NOTIFICATIONS_ENABLED). */
   pushNotifications: boolean;
   toggles: Record<string, boolean>;
   allowDirectoryOverride: boolean;
@@ -29,7 +29,7 @@ export interface DeploymentFacts {
 
 export const defaultDeploymentFacts: DeploymentFacts = {
   defaultLine: "0.3",
-  pushNotifications: false,
+  pushNotifications: true,
   toggles: { A2A_ENABLE_SESSION_SHELL: false, A2A_ENABLE_WORKSPACE_MUTATIONS: false },
   allowDirectoryOverride: true,
   exposeWorkspaceRoot: false,
@@ -107,7 +107,7 @@ export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts
           headers: { token: "X-A2A-Notification-Token", credentials: "Authorization" },
           success: "2xx",
           retried: ["network_error", "timeout", 408, 425, 429, "5xx"],
-          retry_policy: "exponential_backoff_with_jitter; Retry-After honoured; A2A_PUSH_MAX_ATTEMPTS",
+          retry_policy: "exponential_backoff_with_jitter; Retry-After honoured; A2A_PUSH_MAX_ATTEMPTS; A2A_PUSH_MAX_AGE_SECONDS",
           late_registration: "a config set while the task is terminal or input-required receives the current state at once",
           private_network_targets: "refused unless A2A_PUSH_ALLOW_PRIVATE_NETWORKS",
         }

@@ -119,6 +119,8 @@ export interface PushConfig {
    * than that principal may read (absent: everything). Never on the wire.
    */
   access?: { artifacts: boolean; files: boolean };
+  /** The principal who set the config: others who can see the task see it without its secrets. Never on the wire. */
+  owner?: string;
 }
 
 /** Parameters of message/send and message/stream after decoding (either line). */

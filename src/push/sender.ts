@@ -24,6 +24,8 @@ export interface SenderOptions {
   timeoutMs: number;
   allowPrivateNetworks: boolean;
   userAgent: string;
+  /** Sockets per host (A2A_PUSH_MAX_CONCURRENCY); default 16. */
+  maxSockets?: number;
 }
 
 const RETRYABLE = new Set([408, 425, 429]);
@@ -35,8 +37,10 @@ export class WebhookSender {
 
   constructor(private readonly opts: SenderOptions) {
     const lookup = guardedLookup(opts.allowPrivateNetworks);
-    this.#http = new http.Agent({ keepAlive: true, maxSockets: 16, lookup } as http.AgentOptions);
-    this.#https = new https.Agent({ keepAlive: true, maxSockets: 16, lookup } as https.AgentOptions);
+    // As many sockets per host as POSTs may be in flight: none waits for a socket while its timeout runs.
+    const maxSockets = Math.max(1, opts.maxSockets ?? 16);
+    this.#http = new http.Agent({ keepAlive: true, maxSockets, lookup } as http.AgentOptions);
+    this.#https = new https.Agent({ keepAlive: true, maxSockets, lookup } as https.AgentOptions);
   }
 
   send(request: WebhookRequest, signal?: AbortSignal): Promise<SendVerdict> {

@@ -26,6 +26,7 @@ import { Gauge } from "prom-client";
 import type { Principal } from "../auth/index.js";
 import type { ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
+import { at, invalid } from "../protocol/codec/common.js";
 import { v0_3, v1_0, type PushConfigInput, type PushConfigRef } from "../protocol/codec/index.js";
 import { isTerminal, type PushConfig, type StatusUpdateEvent, type Task } from "../protocol/model.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../operations/tasks.js";
@@ -50,6 +51,8 @@ export interface PushOptions {
   retryMaxMs: number;
   maxConcurrency: number;
   maxConfigsPerTask: number;
+  /** A notification not delivered this long after its state change is given up (expired). */
+  maxAgeMs: number;
   allowPrivateNetworks: boolean;
   userAgent: string;
   /** For tests. */
@@ -65,10 +68,11 @@ export class PushService {
   readonly #opts: PushOptions;
   readonly #sender: Pick<WebhookSender, "send" | "close">;
   readonly #now: () => number;
-  /** Queues with a POST in flight. */
-  readonly #busy = new Set<string>();
+  /** Queues with a POST in flight, and how to cut that POST short (its config was deleted or replaced, or stop()). */
+  readonly #busy = new Map<string, AbortController>();
   readonly #inflight = new Set<Promise<void>>();
-  readonly #abort = new AbortController();
+  /** Consecutive store failures of the worker: its retries back off like a receiver's. */
+  #storeFailures = 0;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
   #started = false;
@@ -77,14 +81,19 @@ export class PushService {
   constructor(opts: PushOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
-    this.#sender = opts.sender ?? new WebhookSender({ timeoutMs: opts.timeoutMs, allowPrivateNetworks: opts.allowPrivateNetworks, userAgent: opts.userAgent });
+    this.#sender = opts.sender ?? new WebhookSender({ timeoutMs: opts.timeoutMs, allowPrivateNetworks: opts.allowPrivateNetworks, userAgent: opts.userAgent, maxSockets: opts.maxConcurrency });
     const outbox = opts.outbox;
     new Gauge({
       name: "a2a_push_outbox_pending",
       help: "Push notifications waiting in the outbox (including those being retried)",
       registers: [opts.metrics.registry],
       collect() {
-        this.set(outbox.size());
+        // A scrape must not fail because the store does (that is when the metrics are needed).
+        try {
+          this.set(outbox.size());
+        } catch {
+          this.reset();
+        }
       },
     });
   }
@@ -100,23 +109,29 @@ export class PushService {
     const url = this.check(input, field, line);
     // 0.3 servers name a config without id after its task (tasks/pushNotificationConfig/get works with the task id
     // alone); 1.0 configs get a fresh id.
-    const id = input.id ?? (line === "0.3" ? input.taskId : randomUUID());
-    const config: PushConfig = { ...input, id, url, line, access: resultAccess(principal) };
+    // An empty id is ProtoJSON's "unset".
+    const id = input.id === undefined || input.id === "" ? (line === "0.3" ? input.taskId : randomUUID()) : checkId(input.id, field);
+    const config: PushConfig = { ...input, id, url, line, access: resultAccess(principal), owner: principal.id };
     const existing = this.#opts.configs.list(input.taskId);
-    if (!existing.some((c) => c.id === id) && existing.length >= this.#opts.maxConfigsPerTask) {
+    const previous = existing.find((c) => c.id === id);
+    // The same config set again (a client retrying, re-registering) changes nothing and sends nothing again.
+    if (previous !== undefined && JSON.stringify(previous) === JSON.stringify(config)) return this.#shown(principal, config);
+    if (previous === undefined && existing.length >= this.#opts.maxConfigsPerTask) {
       throw new A2AError("INVALID_PARAMS", `Task ${input.taskId} already has ${existing.length} push notification configs (A2A_PUSH_MAX_CONFIGS_PER_TASK)`, {
         task_id: input.taskId,
         limit: this.#opts.maxConfigsPerTask,
       });
     }
-    this.#opts.atomically(() => {
+    const dropped = this.#opts.atomically(() => {
       this.#opts.configs.set(config);
       // A replaced config starts over: what waited for its old URL is not sent to the new one.
-      this.#opts.outbox.drop(input.taskId, id);
+      const n = this.#opts.outbox.drop(input.taskId, id);
       if (announce && (isTerminal(task.status.state) || ATTENTION.has(task.status.state))) this.#enqueue(task, [config]);
+      return n;
     });
+    this.#settleDropped(input.taskId, id, dropped);
     this.#kick();
-    return publicConfig(config);
+    return this.#shown(principal, config);
   }
 
   /** The config's URL (normalised) and header values checked, or INVALID_PARAMS naming the field under `field`. */
@@ -137,12 +152,29 @@ export class PushService {
         ...(ref.id === undefined ? {} : { push_notification_config_id: ref.id }),
       });
     }
-    return publicConfig(config);
+    return this.#shown(principal, config);
   }
 
   list(principal: Principal, taskId: string): PushConfig[] {
     this.#opts.visibleTask(principal, taskId);
-    return this.#opts.configs.list(taskId).map(publicConfig);
+    return this.#opts.configs.list(taskId).map((c) => this.#shown(principal, c));
+  }
+
+  /**
+   * A config as the methods answer it: without the internal tags, and without its secrets (token, credentials) for
+   * a caller other than the principal who set it or an admin.
+   */
+  #shown(principal: Principal, config: PushConfig): PushConfig {
+    const { line: _line, access: _access, owner, ...rest } = config;
+    if (owner === undefined || owner === principal.id || principal.admin === true) return rest;
+    const { token: _token, authentication, ...withheld } = rest;
+    return authentication === undefined ? withheld : { ...withheld, authentication: { schemes: authentication.schemes } };
+  }
+
+  /** After a delete or replace: count what was dropped, and cut short the POST in flight for that config. */
+  #settleDropped(taskId: string, configId: string, dropped: number): void {
+    if (dropped > 0) this.#opts.metrics.pushFinished.inc({ outcome: "dropped" }, dropped);
+    this.#busy.get(queueKey(taskId, configId))?.abort();
   }
 
   /** Idempotent: deleting a config that is not there succeeds. What waited for it is dropped. */
@@ -152,7 +184,7 @@ export class PushService {
       this.#opts.configs.delete(ref.taskId, ref.id);
       return this.#opts.outbox.drop(ref.taskId, ref.id);
     });
-    if (dropped > 0) this.#opts.metrics.pushFinished.inc({ outcome: "dropped" }, dropped);
+    this.#settleDropped(ref.taskId, ref.id, dropped);
   }
 
   // ---- state changes (the runtime's TransitionHooks) ----------------------------------------------------------
@@ -203,7 +235,7 @@ export class PushService {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    this.#abort.abort();
+    for (const controller of this.#busy.values()) controller.abort();
     await Promise.allSettled([...this.#inflight]);
     this.#sender.close();
   }
@@ -230,10 +262,17 @@ export class PushService {
         const next = this.#opts.outbox.nextDueAt(this.#busy);
         if (next !== undefined) this.#wakeAt(next);
       }
+      this.#storeFailures = 0;
     } catch (error) {
-      this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error) }, "push outbox unavailable; trying again shortly");
-      this.#wakeAt(this.#now() + this.#opts.retryInitialMs);
+      this.#storeTrouble(error, "push outbox unavailable; trying again later");
     }
+  }
+
+  /** The store failed under the worker: log, and try again after a backoff that grows while it keeps failing. */
+  #storeTrouble(error: unknown, message: string, taskId?: string): void {
+    this.#storeFailures++;
+    this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error), ...(taskId === undefined ? {} : { taskId }) }, message);
+    this.#wakeAt(this.#now() + this.#backoff(this.#storeFailures));
   }
 
   #wakeAt(at: number): void {
@@ -249,8 +288,9 @@ export class PushService {
 
   #attempt(delivery: PushDelivery): void {
     const key = queueKey(delivery.taskId, delivery.configId);
-    this.#busy.add(key);
-    const run = this.#deliver(delivery).then(
+    const controller = new AbortController();
+    this.#busy.set(key, controller);
+    const run = this.#deliver(delivery, controller.signal).then(
       () => {
         this.#busy.delete(key);
         this.#inflight.delete(run);
@@ -258,28 +298,33 @@ export class PushService {
       },
       (error: unknown) => {
         // The store failed around the POST: the entry stays queued; no immediate retry (it would spin).
-        this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error), taskId: delivery.taskId }, "push delivery failed");
         this.#busy.delete(key);
         this.#inflight.delete(run);
-        this.#wakeAt(this.#now() + this.#opts.retryInitialMs);
+        this.#storeTrouble(error, "push delivery failed (store unavailable); trying again later", delivery.taskId);
       },
     );
     this.#inflight.add(run);
   }
 
-  async #deliver(delivery: PushDelivery): Promise<void> {
+  async #deliver(delivery: PushDelivery, signal: AbortSignal): Promise<void> {
     const m = this.#opts.metrics;
     const config = this.#opts.configs.get(delivery.taskId, delivery.configId);
     if (config === undefined) {
       if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
       return;
     }
+    if (this.#now() - delivery.createdAt > this.#opts.maxAgeMs) {
+      if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "expired" });
+      this.#opts.log.warn({ taskId: delivery.taskId, configId: delivery.configId, attempts: delivery.attempts }, "push notification given up: older than A2A_PUSH_MAX_AGE_SECONDS");
+      return;
+    }
     const headers: Record<string, string> = { "content-type": delivery.contentType };
     if (config.token !== undefined) headers["x-a2a-notification-token"] = config.token;
     const scheme = config.authentication?.schemes[0];
     if (scheme !== undefined && config.authentication?.credentials !== undefined) headers.authorization = `${scheme} ${config.authentication.credentials}`;
-    const verdict: SendVerdict = await this.#sender.send({ url: config.url, body: delivery.body, headers }, this.#abort.signal);
-    if (this.#stopped) return; // cut short by shutdown: stays queued as it was
+    const verdict: SendVerdict = await this.#sender.send({ url: config.url, body: delivery.body, headers }, signal);
+    // Cut short by stop() (it stays queued as it was) or by a delete / replace of its config (already dropped).
+    if (signal.aborted) return;
     const attempts = delivery.attempts + 1;
     const where = { taskId: delivery.taskId, configId: delivery.configId, attempts };
     m.pushAttempts.inc({ outcome: verdict.kind === "reject" ? "rejected" : verdict.kind });
@@ -320,8 +365,10 @@ export function notification(line: ProtocolLine, task: Task, event?: StatusUpdat
   return { body: JSON.stringify(payload), contentType: "application/a2a+json" };
 }
 
-/** A config as the methods answer it (the internal `line` and `access` tags left out). */
-function publicConfig(config: PushConfig): PushConfig {
-  const { line: _line, access: _access, ...rest } = config;
-  return rest;
+/** A config id as given: at most 256 characters, no control characters, no `/` (0.3 REST names configs by path). */
+function checkId(id: string, field: string): string {
+  if (id.length > 256 || /[\u0000-\u001f\u007f/]/.test(id)) {
+    throw invalid(at(field, "id"), "must be at most 256 characters without control characters or /");
+  }
+  return id;
 }

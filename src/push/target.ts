@@ -88,6 +88,7 @@ for (const [address, prefix] of [
   ["172.16.0.0", 12],
   ["192.0.0.0", 24], // IETF protocol assignments
   ["192.0.2.0", 24], // documentation
+  ["192.88.99.0", 24], // 6to4 relay anycast
   ["192.168.0.0", 16],
   ["198.18.0.0", 15], // benchmarking
   ["198.51.100.0", 24],
@@ -99,9 +100,12 @@ for (const [address, prefix] of [
 for (const [address, prefix] of [
   ["::", 96], // unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d
   ["2001::", 32], // Teredo (embeds IPv4)
+  ["2001:10::", 28], // ORCHID
   ["2002::", 16], // 6to4 (embeds IPv4)
   ["fec0::", 10], // deprecated site-local
   ["64:ff9b::", 96], // NAT64 (embeds IPv4)
+  ["64:ff9b:1::", 48], // local-use NAT64
+  ["::ffff:0:0:0", 96], // SIIT (embeds IPv4)
   ["100::", 64], // discard
   ["2001:db8::", 32], // documentation
   ["fc00::", 7], // unique local

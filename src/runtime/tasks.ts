@@ -275,8 +275,9 @@ export class TaskRuntime {
       if (existing !== undefined && pending !== undefined && this.opts.interrupts?.answer !== undefined) {
         // The A2A way of answering OpenCode's question: a follow-up message to the input-required task.
         const answer: Message = { ...structuredClone(message), taskId: existing.task.id, contextId: existing.task.contextId, role: "user" };
-        configure?.(existing.task);
         await this.opts.interrupts.answer(principal, pending, answer);
+        // Only once the answer went through: a refused answer changes nothing, the config included.
+        configure?.(existing.task);
         existing.task.history = [...(existing.task.history ?? []), answer];
         this.#resume(existing);
         return Object.assign(existing, { queue: attach?.(existing) as T });
@@ -314,7 +315,20 @@ export class TaskRuntime {
     const live = new LiveTask(task, principal.id, routing);
     this.opts.store.create(task, principal.id, { acceptedOutputModes, ...("directory" in routing ? { directory: routing.directory } : {}) });
     this.#live.set(taskId, live);
-    configure?.(live.task);
+    if (configure !== undefined) {
+      try {
+        configure(live.task);
+      } catch (error) {
+        // The config could not be stored (the store failed): the task is not started and the request fails.
+        this.#live.delete(taskId);
+        try {
+          this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+        } catch {
+          // The store is down: the task stays as created, and a restart fails it.
+        }
+        throw error;
+      }
+    }
     const queue = attach?.(live) as T;
     void this.#run(live, principal, params, parts, routing, acceptedOutputModes, preResolved).catch((error: unknown) => {
       this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");

@@ -192,6 +192,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
         retryMaxMs: config.pushRetryMax * 1000,
         maxConcurrency: config.pushMaxConcurrency,
         maxConfigsPerTask: config.pushMaxConfigsPerTask,
+        maxAgeMs: config.pushMaxAge * 1000,
         allowPrivateNetworks: config.pushAllowPrivateNetworks,
         userAgent: `opencode-a2a/${packageVersion}`,
       });

@@ -28,9 +28,9 @@ export interface PushOutboxStore {
    * The head of every (task, config) queue whose key is not in `busy` and that is due at `now`, the longest
    * waiting first, at most `limit`.
    */
-  due(now: number, limit: number, busy: ReadonlySet<string>): PushDelivery[];
+  due(now: number, limit: number, busy: BusyQueues): PushDelivery[];
   /** When the next queue head falls due (epoch ms), or undefined when the outbox is empty. */
-  nextDueAt(busy: ReadonlySet<string>): number | undefined;
+  nextDueAt(busy: BusyQueues): number | undefined;
   /** Remove one entry (delivered or given up on); false when it was not there (dropped meanwhile). */
   remove(id: number): boolean;
   reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void;
@@ -38,6 +38,9 @@ export interface PushOutboxStore {
   drop(taskId: string, configId?: string): number;
   size(): number;
 }
+
+/** The queues to skip (a POST is in flight for them), by queueKey(); a Set or a Map will do. */
+export type BusyQueues = Pick<ReadonlySet<string>, "has" | "size">;
 
 /** The key of a (task, config) queue, as `due()` expects in `busy`. */
 export const queueKey = (taskId: string, configId: string): string => `${taskId}\u0000${configId}`;
@@ -56,7 +59,7 @@ export class MemoryPushOutboxStore implements PushOutboxStore {
     }
   }
 
-  #heads(busy: ReadonlySet<string>): PushDelivery[] {
+  #heads(busy: BusyQueues): PushDelivery[] {
     const heads = new Map<string, PushDelivery>();
     // Map iteration follows insertion, i.e. id order: the first entry seen of a queue is its head.
     for (const entry of this.#entries.values()) {
@@ -66,7 +69,7 @@ export class MemoryPushOutboxStore implements PushOutboxStore {
     return [...heads.values()];
   }
 
-  due(now: number, limit: number, busy: ReadonlySet<string>): PushDelivery[] {
+  due(now: number, limit: number, busy: BusyQueues): PushDelivery[] {
     return this.#heads(busy)
       .filter((e) => e.nextAttemptAt <= now)
       .sort((a, b) => a.nextAttemptAt - b.nextAttemptAt || a.id - b.id)
@@ -74,7 +77,7 @@ export class MemoryPushOutboxStore implements PushOutboxStore {
       .map((e) => ({ ...e }));
   }
 
-  nextDueAt(busy: ReadonlySet<string>): number | undefined {
+  nextDueAt(busy: BusyQueues): number | undefined {
     let next: number | undefined;
     for (const e of this.#heads(busy)) if (next === undefined || e.nextAttemptAt < next) next = e.nextAttemptAt;
     return next;
@@ -150,21 +153,30 @@ export class SqlitePushOutboxStore implements PushOutboxStore {
     });
   }
 
-  #heads(busy: ReadonlySet<string>, where: string, ...args: unknown[]): Row[] {
+  #heads(busy: BusyQueues, where: string, ...args: unknown[]): Row[] {
     // Busy queues are few (at most the delivery concurrency): filtered here rather than in SQL.
     const rows = this.store.guard("pushOutbox.due", () => this.store.statement(`${HEADS} ${where}`).all(...args) as Row[]);
     return busy.size === 0 ? rows : rows.filter((r) => !busy.has(queueKey(r.task_id, r.config_id)));
   }
 
-  due(now: number, limit: number, busy: ReadonlySet<string>): PushDelivery[] {
+  due(now: number, limit: number, busy: BusyQueues): PushDelivery[] {
     return this.#heads(busy, "WHERE o.next_attempt_at <= ? ORDER BY o.next_attempt_at, o.id LIMIT ?", now, limit + busy.size)
       .slice(0, limit)
       .map(fromRow);
   }
 
-  nextDueAt(busy: ReadonlySet<string>): number | undefined {
-    const rows = this.#heads(busy, "ORDER BY o.next_attempt_at, o.id LIMIT ?", busy.size + 1);
-    return rows[0]?.next_attempt_at;
+  nextDueAt(busy: BusyQueues): number | undefined {
+    // Only the queue keys and times: the bodies stay on disk.
+    const rows = this.store.guard("pushOutbox.nextDueAt", () =>
+      this.store
+        .statement(
+          `SELECT o.task_id, o.config_id, o.next_attempt_at FROM a2a_push_outbox o
+           JOIN (SELECT MIN(id) AS id FROM a2a_push_outbox GROUP BY task_id, config_id) h ON h.id = o.id
+           ORDER BY o.next_attempt_at, o.id LIMIT ?`,
+        )
+        .all(busy.size + 1) as Pick<Row, "task_id" | "config_id" | "next_attempt_at">[],
+    );
+    return rows.find((r) => !busy.has(queueKey(r.task_id, r.config_id)))?.next_attempt_at;
   }
 
   remove(id: number): boolean {

@@ -123,6 +123,7 @@ function harness(opts: Partial<PushOptions> = {}, randomValue = 0.5): Harness {
     retryMaxMs: 60_000,
     maxConcurrency: 4,
     maxConfigsPerTask: 3,
+    maxAgeMs: 86_400_000,
     allowPrivateNetworks: false,
     userAgent: "opencode-a2a-test",
     now: () => clock,
@@ -954,5 +955,118 @@ describe("PushService worker robustness (a store error under the worker)", () =>
     expect(escaped).toBeUndefined();
     for (let i = 0; i < 12 && h.sender.sent.length < 2; i++) await h.advance(5000);
     expect(h.sender.sent).toHaveLength(2);
+  });
+});
+
+// ---- set() edge cases, secrets on read, age limit, cut-short POSTs ----------------------------------------------
+
+describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () => {
+  const admin: Principal = { id: "admin", credentialId: "cred-admin", trustLevel: "admin", scopes: new Set([RESULTS_READ, RESULTS_FILES]), admin: true };
+
+  it("setting the same config again on a finished task sends nothing new; a changed one is announced again", async () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1", "completed"));
+    h.service.start();
+    const cfg = input("t1", { id: "c", token: "tok" });
+    h.service.set(alice, "1.0", cfg);
+    await h.flush();
+    expect(h.sender.sent).toHaveLength(1);
+    h.service.set(alice, "1.0", { ...cfg });
+    await h.flush();
+    expect(h.sender.sent, "identical re-registration").toHaveLength(1);
+    h.service.set(alice, "1.0", { ...cfg, token: "tok-2" });
+    await h.flush();
+    expect(h.sender.sent.map((s) => s.request.headers["x-a2a-notification-token"])).toEqual(["tok", "tok-2"]);
+  });
+
+  it("an empty id is unset (0.3: the task's id, 1.0: a fresh one); an id with / or over 256 characters is refused", () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1"));
+    expect(h.service.set(alice, "0.3", input("t1", { id: "" })).id).toBe("t1");
+    const fresh = h.service.set(alice, "1.0", input("t1", { id: "" })).id;
+    expect(fresh).toMatch(/^[0-9a-f-]{36}$/);
+    expectA2AError(() => h.service.set(alice, "1.0", input("t1", { id: "a/b" })), "INVALID_PARAMS", { field: "id" });
+    expectA2AError(() => h.service.set(alice, "0.3", input("t1", { id: "x".repeat(257) })), "INVALID_PARAMS", { field: "pushNotificationConfig.id" });
+    expect(h.service.set(alice, "1.0", input("t1", { id: "x".repeat(256) })).id).toHaveLength(256);
+  });
+
+  it("a config's token and credentials are shown to the principal who set it and to admins, not to others", () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1"));
+    const secretCfg = input("t1", { id: "by-admin", token: "admin-token", authentication: { schemes: ["Bearer"], credentials: "admin-cred" } });
+    const setter = h.service.set(admin, "1.0", secretCfg);
+    expect(setter).toMatchObject({ token: "admin-token", authentication: { credentials: "admin-cred" } });
+    const seen = h.service.get(alice, { taskId: "t1", id: "by-admin" });
+    expect(seen.token).toBeUndefined();
+    expect(seen.authentication).toEqual({ schemes: ["Bearer"] });
+    expect(seen.url).toBe(URL_A);
+    expect(h.service.list(alice, "t1")[0]!.token).toBeUndefined();
+    expect(h.service.get(admin, { taskId: "t1", id: "by-admin" }).token).toBe("admin-token");
+    // Alice's own config keeps its secrets for her.
+    h.service.set(alice, "1.0", input("t1", { id: "by-alice", token: "alice-token" }));
+    expect(h.service.get(alice, { taskId: "t1", id: "by-alice" }).token).toBe("alice-token");
+  });
+
+  it("a notification older than maxAgeMs is given up without a POST (expired)", async () => {
+    const h = harness({ maxAgeMs: 10_000 });
+    h.tasks.set("t1", makeTask("t1"));
+    h.service.set(alice, "1.0", input("t1"));
+    h.service.changed(makeTask("t1", "completed"));
+    await h.advance(10_001);
+    h.service.start();
+    await h.flush();
+    expect(h.sender.sent).toHaveLength(0);
+    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "expired" })).toBe(1);
+  });
+
+  it("deleting a config cuts its POST in flight short; it is counted once, as dropped, and not sent again", async () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1"));
+    h.sender.script.push(hangUntilAborted);
+    h.service.start();
+    h.service.set(alice, "1.0", input("t1", { id: "c" }));
+    h.service.changed(makeTask("t1", "completed"));
+    // Not flush(): it waits for the POST in flight, which hangs until aborted.
+    for (let i = 0; i < 5 && h.sender.sent.length === 0; i++) await new Promise<void>((r) => setImmediate(r));
+    expect(h.sender.sent).toHaveLength(1);
+    expect(h.sender.sent[0]!.signal?.aborted).toBe(false);
+    h.service.delete(alice, { taskId: "t1", id: "c" });
+    expect(h.sender.sent[0]!.signal?.aborted).toBe(true);
+    await h.flush();
+    await h.advance(120_000);
+    expect(h.sender.sent).toHaveLength(1);
+    expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "dropped" })).toBe(1);
+    expect(await counter(h.metrics, "a2a_push_delivery_attempts_total", { outcome: "retry" })).toBe(0);
+  });
+
+  it("store failures under the worker back off: the retries come further apart", async () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1"));
+    h.service.set(alice, "1.0", input("t1"));
+    h.service.changed(makeTask("t1", "completed"));
+    await h.flush(); // the kick changed() queued runs before start(): nothing
+    const outbox = h.storage.pushOutbox;
+    let calls = 0;
+    const due = outbox.due.bind(outbox);
+    outbox.due = () => {
+      calls++;
+      throw new Error("SQLITE_BUSY");
+    };
+    h.service.start();
+    await h.flush();
+    expect(calls).toBe(1);
+    // randomValue 0.5: backoff(n) = 0.75 · initial · 2^(n−1): 750 ms, then 1500 ms, then 3000 ms.
+    await h.advance(749);
+    expect(calls).toBe(1);
+    await h.advance(1);
+    expect(calls).toBe(2);
+    await h.advance(1499);
+    expect(calls).toBe(2);
+    await h.advance(1);
+    expect(calls).toBe(3);
+    outbox.due = due;
+    await h.advance(3000);
+    expect(h.sender.sent).toHaveLength(1);
   });
 });
