@@ -214,6 +214,7 @@ function buildEntry(v: CreateValues, ctx: Ctx): { entry: Omit<CredentialEntry, "
   if (scheme === "basic") {
     if (v.user === undefined) throw usage("--scheme basic needs --user NAME (the password is generated)");
     user = v.user;
+    // eslint-disable-next-line no-control-regex -- refusing control characters is the point
     if (!/^[^:\x00-\x1f\x7f]{1,128}$/.test(user)) throw usage("--user: 1-128 characters, no colon and no control characters");
   } else if (v.user !== undefined) throw usage("--user applies only to --scheme basic");
   if (v.id !== undefined) {

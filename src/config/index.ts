@@ -210,7 +210,7 @@ export const variables = {
       try {
         parseStoreUrl(value);
       } catch (error) {
-        throw new Error(error instanceof Error ? error.message : String(error));
+        throw new Error(error instanceof Error ? error.message : String(error), { cause: error });
       }
       return value;
     },

@@ -367,6 +367,7 @@ export function notification(line: ProtocolLine, task: Task, event?: StatusUpdat
 
 /** A config id as given: at most 256 characters, no control characters, no `/` (0.3 REST names configs by path). */
 function checkId(id: string, field: string): string {
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
   if (id.length > 256 || /[\u0000-\u001f\u007f/]/.test(id)) {
     throw invalid(at(field, "id"), "must be at most 256 characters without control characters or /");
   }

@@ -114,7 +114,12 @@ export class MemoryInterruptStore implements InterruptStore {
   purgeExpired(): number {
     const now = this.now();
     let n = 0;
-    for (const [id, r] of this.byId) if (r.tombstoneExpiresAt <= now) (this.byId.delete(id), n++);
+    for (const [id, r] of this.byId) {
+      if (r.tombstoneExpiresAt <= now) {
+        this.byId.delete(id);
+        n++;
+      }
+    }
     return n;
   }
 }

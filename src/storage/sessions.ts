@@ -101,7 +101,12 @@ export class MemorySessionStore implements SessionStore {
 
   deleteBindingsForSession(sessionId: string): number {
     let n = 0;
-    for (const [key, value] of this.bindings) if (value.sessionId === sessionId) (this.bindings.delete(key), n++);
+    for (const [key, value] of this.bindings) {
+      if (value.sessionId === sessionId) {
+        this.bindings.delete(key);
+        n++;
+      }
+    }
     return n;
   }
 
@@ -155,7 +160,12 @@ export class MemorySessionStore implements SessionStore {
   purgeExpired(): number {
     const now = this.now();
     let n = 0;
-    for (const [id, c] of this.claims) if (c.expiresAt <= now) (this.claims.delete(id), n++);
+    for (const [id, c] of this.claims) {
+      if (c.expiresAt <= now) {
+        this.claims.delete(id);
+        n++;
+      }
+    }
     return n;
   }
 }

@@ -420,10 +420,22 @@ export class SqliteTaskStore implements TaskStore {
     return this.store.guard("tasks.list", () => {
       const where: string[] = [];
       const args: unknown[] = [];
-      if (q.owner !== undefined) (where.push("owner = ?"), args.push(q.owner));
-      if (q.contextId !== undefined) (where.push("context_id = ?"), args.push(q.contextId));
-      if (q.state !== undefined) (where.push("state = ?"), args.push(q.state));
-      if (q.after !== undefined) (where.push("status_timestamp > ?"), args.push(q.after));
+      if (q.owner !== undefined) {
+        where.push("owner = ?");
+        args.push(q.owner);
+      }
+      if (q.contextId !== undefined) {
+        where.push("context_id = ?");
+        args.push(q.contextId);
+      }
+      if (q.state !== undefined) {
+        where.push("state = ?");
+        args.push(q.state);
+      }
+      if (q.after !== undefined) {
+        where.push("status_timestamp > ?");
+        args.push(q.after);
+      }
       const filter = where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`;
       const total = (this.store.statement(`SELECT COUNT(*) AS n FROM a2a_tasks ${filter}`).get(...args) as { n: number }).n;
       const pageWhere = [...where];

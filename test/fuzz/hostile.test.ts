@@ -164,7 +164,10 @@ it(
         if (!(await acceptsConnections(wire))) v.problems.push("the server no longer accepts connections");
       }
       summary.record(req, x, v);
-      for (const id of v.taskIds) if (!pool.includes(id)) pool.push(id) > 300 && pool.shift();
+      for (const id of v.taskIds) {
+        if (pool.includes(id)) continue;
+        if (pool.push(id) > 300) pool.shift();
+      }
       if (n % 500 === 499) stub.requests.splice(0); // the stub's request log is not needed here
       if (v.problems.length > 0) {
         const violation = { family: req.family, request: describeRequest(req), problems: v.problems, answer: describeAnswer(x) };

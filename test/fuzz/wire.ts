@@ -101,6 +101,7 @@ export function sendHttp(req: HttpRequest, o: WireOptions, retried = false): Pro
   return new Promise((resolve) => {
     let settled = false;
     let responded = false;
+    // eslint-disable-next-line prefer-const -- set further down, after the closures that clear it
     let timer: NodeJS.Timeout | undefined;
     const done = (x: Exchange) => {
       if (settled) return;

@@ -122,8 +122,8 @@ describe("keys create", () => {
     expect((await keys(["create", "--file", file, "--trust", "execute", "--principal", "p", "--user", "u"])).code).toBe(2);
     const text = await keys(["create", "--file", file, "--trust", "execute", "--principal", "svc", "--scheme", "basic", "--user", "svc-user"]);
     expect(text.code).toBe(0);
-    const password = /^  password: (\S+)$/m.exec(text.stdout)?.[1];
-    expect(text.stdout).toMatch(/^  user: +svc-user$/m);
+    const password = /^ {2}password: (\S+)$/m.exec(text.stdout)?.[1];
+    expect(text.stdout).toMatch(/^ {2}user: +svc-user$/m);
     expect(password?.startsWith(KEY_PREFIX)).toBe(true);
     expect(fs.readFileSync(file, "utf8")).not.toContain(password!);
     const reg = registry(file);
