@@ -226,6 +226,7 @@ export const variables = {
   pushRetryMax: seconds("A2A_PUSH_RETRY_MAX_SECONDS", 300, 0.01, 86_400, "Longest retry delay (a receiver's Retry-After is honoured up to this)."),
   pushMaxAge: seconds("A2A_PUSH_MAX_AGE_SECONDS", 86_400, 1, 2_592_000, "A notification not delivered within this long of its state change is given up (counted as expired), however many attempts are left; also what a restart after a long stop still sends."),
   pushMaxConcurrency: int("A2A_PUSH_MAX_CONCURRENCY", 8, 1, 1_000, "Webhook POSTs in flight at once (each task+config pair is delivered in order, one at a time)."),
+  pushMaxConcurrencyPerHost: int("A2A_PUSH_MAX_CONCURRENCY_PER_HOST", 4, 1, 1_000, "Webhook POSTs in flight to one host (host:port) at once, so a slow or unreachable receiver cannot take every slot."),
   pushMaxConfigsPerTask: int("A2A_PUSH_MAX_CONFIGS_PER_TASK", 10, 1, 1_000, "Push notification configs one task may have; more are refused with INVALID_PARAMS."),
   interruptTtl: seconds("A2A_INTERRUPT_REQUEST_TTL_SECONDS", 10_800, 1, 2_592_000, "How long a permission or question request stays answerable through `a2a.interrupt.*`."),
   interruptTombstoneTtl: seconds("A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS", 600, 0, 2_592_000, "After expiry, replies get INTERRUPT_REQUEST_EXPIRED for this long, then INTERRUPT_REQUEST_NOT_FOUND."),

@@ -110,6 +110,7 @@ export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts
           retry_policy: "exponential_backoff_with_jitter; Retry-After honoured; A2A_PUSH_MAX_ATTEMPTS; A2A_PUSH_MAX_AGE_SECONDS",
           late_registration: "a config set while the task is terminal or input-required receives the current state at once",
           private_network_targets: "refused unless A2A_PUSH_ALLOW_PRIVATE_NETWORKS",
+          concurrency: "A2A_PUSH_MAX_CONCURRENCY in all, A2A_PUSH_MAX_CONCURRENCY_PER_HOST per receiver host",
         }
       : { supported: false, error: "PUSH_NOTIFICATION_NOT_SUPPORTED", code: -32003 },
   };

@@ -50,6 +50,8 @@ export interface PushOptions {
   retryInitialMs: number;
   retryMaxMs: number;
   maxConcurrency: number;
+  /** POSTs in flight to one host (host:port) at once: a slow or blackholed receiver cannot take every slot. */
+  maxConcurrencyPerHost: number;
   maxConfigsPerTask: number;
   /** A notification not delivered this long after its state change is given up (expired). */
   maxAgeMs: number;
@@ -71,6 +73,8 @@ export class PushService {
   /** Queues with a POST in flight, and how to cut that POST short (its config was deleted or replaced, or stop()). */
   readonly #busy = new Map<string, AbortController>();
   readonly #inflight = new Set<Promise<void>>();
+  /** POSTs in flight per target host (host:port of the config's URL). */
+  readonly #perHost = new Map<string, number>();
   /** Consecutive store failures of the worker: its retries back off like a receiver's. */
   #storeFailures = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -253,13 +257,30 @@ export class PushService {
   #kick(): void {
     if (!this.#started || this.#stopped) return;
     try {
-      const free = this.#opts.maxConcurrency - this.#inflight.size;
-      if (free > 0) {
-        for (const delivery of this.#opts.outbox.due(this.#now(), free, this.#busy)) this.#attempt(delivery);
+      // Queues skipped this round because their host has A2A_PUSH_MAX_CONCURRENCY_PER_HOST POSTs in flight: they
+      // start when one of those ends (#attempt kicks), not from the timer.
+      const skipped = new Set<string>();
+      const exclude = { has: (key: string) => this.#busy.has(key) || skipped.has(key), size: 0 };
+      let free = this.#opts.maxConcurrency - this.#inflight.size;
+      for (let round = 0; free > 0 && round < 8; round++) {
+        exclude.size = this.#busy.size + skipped.size;
+        const due = this.#opts.outbox.due(this.#now(), free, exclude);
+        if (due.length === 0) break;
+        for (const delivery of due) {
+          const config = this.#opts.configs.get(delivery.taskId, delivery.configId);
+          const host = config === undefined ? undefined : hostKey(config.url);
+          if (host !== undefined && (this.#perHost.get(host) ?? 0) >= this.#opts.maxConcurrencyPerHost) {
+            skipped.add(queueKey(delivery.taskId, delivery.configId));
+            continue;
+          }
+          this.#attempt(delivery, config, host);
+          free--;
+        }
       }
       // The next wake-up: when the next queue head falls due (a slot freeing up kicks at once, see #attempt).
       if (this.#inflight.size < this.#opts.maxConcurrency) {
-        const next = this.#opts.outbox.nextDueAt(this.#busy);
+        exclude.size = this.#busy.size + skipped.size;
+        const next = this.#opts.outbox.nextDueAt(exclude);
         if (next !== undefined) this.#wakeAt(next);
       }
       this.#storeFailures = 0;
@@ -286,29 +307,36 @@ export class PushService {
     this.#timer.unref();
   }
 
-  #attempt(delivery: PushDelivery): void {
+  #attempt(delivery: PushDelivery, config: PushConfig | undefined, host: string | undefined): void {
     const key = queueKey(delivery.taskId, delivery.configId);
     const controller = new AbortController();
     this.#busy.set(key, controller);
-    const run = this.#deliver(delivery, controller.signal).then(
+    if (host !== undefined) this.#perHost.set(host, (this.#perHost.get(host) ?? 0) + 1);
+    const settle = () => {
+      this.#busy.delete(key);
+      this.#inflight.delete(run);
+      if (host !== undefined) {
+        const n = (this.#perHost.get(host) ?? 1) - 1;
+        if (n === 0) this.#perHost.delete(host);
+        else this.#perHost.set(host, n);
+      }
+    };
+    const run = this.#deliver(delivery, config, controller.signal).then(
       () => {
-        this.#busy.delete(key);
-        this.#inflight.delete(run);
+        settle();
         this.#kick();
       },
       (error: unknown) => {
         // The store failed around the POST: the entry stays queued; no immediate retry (it would spin).
-        this.#busy.delete(key);
-        this.#inflight.delete(run);
+        settle();
         this.#storeTrouble(error, "push delivery failed (store unavailable); trying again later", delivery.taskId);
       },
     );
     this.#inflight.add(run);
   }
 
-  async #deliver(delivery: PushDelivery, signal: AbortSignal): Promise<void> {
+  async #deliver(delivery: PushDelivery, config: PushConfig | undefined, signal: AbortSignal): Promise<void> {
     const m = this.#opts.metrics;
-    const config = this.#opts.configs.get(delivery.taskId, delivery.configId);
     if (config === undefined) {
       if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
       return;
@@ -363,6 +391,15 @@ export function notification(line: ProtocolLine, task: Task, event?: StatusUpdat
   const update: StatusUpdateEvent = event ?? { kind: "status-update", taskId: task.id, contextId: task.contextId, status: task.status, final: false };
   const payload = isTerminal(task.status.state) ? v1_0.streamEvent({ kind: "task", task: visible }) : v1_0.streamEvent(filterEvent(update, access) ?? update);
   return { body: JSON.stringify(payload), contentType: "application/a2a+json" };
+}
+
+/** The host a config's POSTs go to, as the per-host limit counts them (host:port). */
+function hostKey(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
 }
 
 /** A config id as given: at most 256 characters, no control characters, no `/` (0.3 REST names configs by path). */

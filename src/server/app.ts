@@ -191,6 +191,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
         retryInitialMs: config.pushRetryInitial * 1000,
         retryMaxMs: config.pushRetryMax * 1000,
         maxConcurrency: config.pushMaxConcurrency,
+        maxConcurrencyPerHost: config.pushMaxConcurrencyPerHost,
         maxConfigsPerTask: config.pushMaxConfigsPerTask,
         maxAgeMs: config.pushMaxAge * 1000,
         allowPrivateNetworks: config.pushAllowPrivateNetworks,

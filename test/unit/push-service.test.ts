@@ -122,6 +122,7 @@ function harness(opts: Partial<PushOptions> = {}, randomValue = 0.5): Harness {
     retryInitialMs: 1000,
     retryMaxMs: 60_000,
     maxConcurrency: 4,
+    maxConcurrencyPerHost: 4,
     maxConfigsPerTask: 3,
     maxAgeMs: 86_400_000,
     allowPrivateNetworks: false,
@@ -1068,5 +1069,44 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
     outbox.due = due;
     await h.advance(3000);
     expect(h.sender.sent).toHaveLength(1);
+  });
+});
+
+describe("PushService: per-host concurrency", () => {
+  it("a host never has more than maxConcurrencyPerHost POSTs in flight; other hosts still get slots; the rest follow as POSTs end", async () => {
+    const h = harness({ maxConcurrency: 4, maxConcurrencyPerHost: 2 });
+    const slowHost = "https://slow.example.com";
+    const held: { host: string; release: () => void }[] = [];
+    h.sender.fallback = (request) =>
+      new Promise<SendVerdict>((resolve) => {
+        const host = new URL(request.url).origin;
+        if (host !== slowHost) return resolve(DELIVERED);
+        held.push({ host, release: () => resolve(DELIVERED) });
+      });
+    for (const id of ["a1", "a2", "a3"]) {
+      h.tasks.set(id, makeTask(id));
+      h.service.set(alice, "1.0", input(id, { url: `${slowHost}/${id}` }));
+      h.service.changed(makeTask(id, "completed"));
+    }
+    h.tasks.set("b1", makeTask("b1"));
+    h.service.set(alice, "1.0", input("b1", { url: URL_B }));
+    h.service.changed(makeTask("b1", "completed"));
+    h.service.start();
+    const settle = async () => {
+      for (let i = 0; i < 5; i++) await new Promise<void>((r) => setImmediate(r));
+    };
+    await settle();
+    // Two POSTs held at the slow host, the other host delivered although a slot of the four was free for a3.
+    expect(held).toHaveLength(2);
+    expect(h.sender.sent.map((s) => new URL(s.request.url).origin).filter((o) => o !== slowHost)).toEqual([new URL(URL_B).origin]);
+    expect(h.storage.pushOutbox.size()).toBe(3);
+    held.shift()!.release();
+    await settle();
+    expect(held, "a3 starts when one of the slow host's POSTs ends").toHaveLength(2);
+    expect(h.sender.sent).toHaveLength(4);
+    for (const x of held.splice(0)) x.release();
+    await h.flush();
+    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "delivered" })).toBe(4);
   });
 });
