@@ -420,21 +420,16 @@ export class SqliteTaskStore implements TaskStore {
     return this.store.guard("tasks.list", () => {
       const where: string[] = [];
       const args: unknown[] = [];
-      if (q.owner !== undefined) {
-        where.push("owner = ?");
-        args.push(q.owner);
-      }
-      if (q.contextId !== undefined) {
-        where.push("context_id = ?");
-        args.push(q.contextId);
-      }
-      if (q.state !== undefined) {
-        where.push("state = ?");
-        args.push(q.state);
-      }
-      if (q.after !== undefined) {
-        where.push("status_timestamp > ?");
-        args.push(q.after);
+      const filters: [string, unknown][] = [
+        ["owner = ?", q.owner],
+        ["context_id = ?", q.contextId],
+        ["state = ?", q.state],
+        ["status_timestamp > ?", q.after],
+      ];
+      for (const [clause, value] of filters) {
+        if (value === undefined) continue;
+        where.push(clause);
+        args.push(value);
       }
       const filter = where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`;
       const total = (this.store.statement(`SELECT COUNT(*) AS n FROM a2a_tasks ${filter}`).get(...args) as { n: number }).n;
