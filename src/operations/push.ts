@@ -31,7 +31,7 @@ export function pushHandlers(push: PushService): Record<string, MethodHandler> {
         call.transport === "rest"
           ? codec.decodePushConfig(params.body ?? {}, restIds(params).taskId as string | undefined)
           : codec.decodePushConfig(params);
-      return codec.pushConfig(push.set(call.principal, call.line, input));
+      return codec.pushConfig(push.set(call.principal, call.line, input, true, { field: codec.pushFields.config, scheme: codec.pushFields.scheme }));
     },
     "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(push.get(call.principal, refOf(params, call))),
     "push.list": async (params, call) => {
@@ -39,12 +39,11 @@ export function pushHandlers(push: PushService): Record<string, MethodHandler> {
       return codecFor(call.line, call.transport).pushConfigList(push.list(call.principal, taskId));
     },
     "push.delete": async (params, call) => {
+      const codec = codecFor(call.line, call.transport);
       const ref = refOf(params, call);
-      if (ref.id === undefined) {
-        throw invalid(call.line === "0.3" ? (call.transport === "rest" ? "configId" : "pushNotificationConfigId") : "id", "is required (the config to delete)");
-      }
+      if (ref.id === undefined) throw invalid(codec.pushFields.configId, "is required (the config to delete)");
       push.delete(call.principal, { taskId: ref.taskId, id: ref.id });
-      return codecFor(call.line, call.transport).pushConfigDeleted();
+      return codec.pushConfigDeleted();
     },
   };
 }

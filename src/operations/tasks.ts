@@ -130,15 +130,10 @@ function toEventStream(codec: Codec, handle: { events: AsyncIterator<StreamEvent
 function sendTimeConfig(push: PushService | undefined, call: Call, send: SendParams): ((task: Task) => void) | undefined {
   const config = send.configuration?.pushNotificationConfig;
   if (push === undefined || config === undefined) return undefined;
-  // The field as the caller's wire names it: 0.3 JSON-RPC, 0.3 REST (proto `push_notification`), 1.0.
-  const field =
-    call.line === "1.0"
-      ? "configuration.taskPushNotificationConfig"
-      : call.transport === "rest"
-        ? "configuration.pushNotification"
-        : "configuration.pushNotificationConfig";
-  push.check(config, field, call.line);
-  return (task) => push.set(call.principal, call.line, { ...config, taskId: task.id }, false, field);
+  const fields = codecOf(call).pushFields;
+  const where = { field: fields.send, scheme: fields.scheme };
+  push.check(config, where);
+  return (task) => push.set(call.principal, call.line, { ...config, taskId: task.id }, false, where);
 }
 
 export function taskHandlers(runtime: TaskRuntime, push?: PushService): Record<string, MethodHandler> {

@@ -27,7 +27,7 @@ import type { Principal } from "../auth/index.js";
 import type { ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
 import { at, invalid } from "../protocol/codec/common.js";
-import { v0_3, v1_0, type PushConfigInput, type PushConfigRef } from "../protocol/codec/index.js";
+import { codecFor, v0_3, v1_0, type PushConfigInput, type PushConfigRef } from "../protocol/codec/index.js";
 import { isTerminal, type PushConfig, type StatusUpdateEvent, type Task } from "../protocol/model.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../operations/tasks.js";
 import type { Metrics } from "../runtime/metrics.js";
@@ -61,6 +61,12 @@ export interface PushOptions {
   now?: () => number;
   random?: () => number;
   sender?: Pick<WebhookSender, "send" | "close">;
+}
+
+/** Where the caller's wire carries a config: the config's own field path, and where its i-th auth scheme sits in it. */
+export interface Where {
+  field: string;
+  scheme(i: number): string;
 }
 
 /** States in which a newly set config is sent the current state right away. */
@@ -106,11 +112,19 @@ export class PushService {
 
   /**
    * Stores (or replaces) a config. `announce`: send the current state at once when the task is terminal or waits
-   * for input (off for a config given with message/send, whose caller is the one continuing the task).
+   * for input (off for a config given with message/send, whose caller is the one continuing the task). `where`:
+   * how the caller's wire names the config's fields in errors (default: a set request of the line's JSON-RPC).
    */
-  set(principal: Principal, line: ProtocolLine, input: PushConfigInput, announce = true, field = line === "0.3" ? "pushNotificationConfig" : ""): PushConfig {
+  set(
+    principal: Principal,
+    line: ProtocolLine,
+    input: PushConfigInput,
+    announce = true,
+    where: Where = { field: codecFor(line, "jsonrpc").pushFields.config, scheme: codecFor(line, "jsonrpc").pushFields.scheme },
+  ): PushConfig {
     const task = this.#opts.visibleTask(principal, input.taskId);
-    const url = this.check(input, field, line);
+    const field = where.field;
+    const url = this.check(input, where);
     // 0.3 servers name a config without id after its task (tasks/pushNotificationConfig/get works with the task id
     // alone); 1.0 configs get a fresh id.
     // An empty id is ProtoJSON's "unset".
@@ -138,9 +152,9 @@ export class PushService {
     return this.#shown(principal, config);
   }
 
-  /** The config's URL (normalised) and header values checked, or INVALID_PARAMS naming the field under `field`. */
-  check(config: Omit<PushConfig, "taskId" | "id">, field: string, line: ProtocolLine): string {
-    return checkPushConfig(config, field, this.#opts.allowPrivateNetworks, line === "1.0" ? () => "authentication.scheme" : undefined);
+  /** The config's URL (normalised) and header values checked, or INVALID_PARAMS naming the field where the wire has it. */
+  check(config: Omit<PushConfig, "taskId" | "id">, where: Where): string {
+    return checkPushConfig(config, where.field, this.#opts.allowPrivateNetworks, where.scheme);
   }
 
   /** The config named by `ref.id`; without an id (0.3 `{id}` only) the one named after the task, else the first. */

@@ -281,7 +281,7 @@ describe("PushService configs", () => {
     expectA2AError(() => h.service.set(alice, "1.0", input("t1", { url: "ftp://example.com/" })), "INVALID_PARAMS", { field: "url" });
     expectA2AError(() => h.service.set(alice, "1.0", input("t1", { token: "a\r\nb" })), "INVALID_PARAMS", { field: "token" });
     // A config given with message/send names its own place.
-    expectA2AError(() => h.service.set(alice, "1.0", input("t1", { url: "http://localhost/" }), false, "configuration.taskPushNotificationConfig"), "INVALID_PARAMS", {
+    expectA2AError(() => h.service.set(alice, "1.0", input("t1", { url: "http://localhost/" }), false, { field: "configuration.taskPushNotificationConfig", scheme: () => "authentication.scheme" }), "INVALID_PARAMS", {
       field: "configuration.taskPushNotificationConfig.url",
     });
     expect(h.service.list(alice, "t1")).toEqual([]);

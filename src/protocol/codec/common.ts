@@ -71,9 +71,30 @@ export interface CodecSchemas {
  * naming the field. REST transports merge path and query parameters into the object they pass in (query values
  * may be strings: integers and booleans are coerced).
  */
+/** Where a dialect carries a push config's fields, for the INVALID_PARAMS errors that name them. */
+export interface PushFields {
+  /** The config object of a set request ("" when its fields are the request's own, as in 1.0). */
+  config: string;
+  /** The config given with message/send or message/stream. */
+  send: string;
+  /** The config id of get / delete (on REST, the path parameter). */
+  configId: string;
+  /** The i-th authentication scheme, relative to the config (0.3 lists schemes, 1.0 has one). */
+  scheme(i: number): string;
+}
+
+const schemesAt = (i: number): string => `authentication.schemes[${i}]`;
+
+export const PUSH_FIELDS = {
+  "0.3": { config: "pushNotificationConfig", send: "configuration.pushNotificationConfig", configId: "pushNotificationConfigId", scheme: schemesAt },
+  "0.3-rest": { config: "pushNotificationConfig", send: "configuration.pushNotification", configId: "configId", scheme: schemesAt },
+  "1.0": { config: "", send: "configuration.taskPushNotificationConfig", configId: "id", scheme: () => "authentication.scheme" },
+} as const satisfies Record<WireLine, PushFields>;
+
 export interface Codec {
   readonly wire: WireLine;
   readonly schemas: CodecSchemas;
+  readonly pushFields: PushFields;
 
   // ---- requests (server side)
   /** message/send, message/stream, SendMessage, SendStreamingMessage, REST `message:send` / `message:stream` bodies. */

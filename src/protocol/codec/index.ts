@@ -6,7 +6,7 @@ import { v0_3 } from "./v0_3.js";
 import { v0_3Rest } from "./v0_3_rest.js";
 import { v1_0 } from "./v1_0.js";
 
-export type { Codec, CodecSchemas, PushConfigInput, PushConfigRef, TaskIdParams, TaskPage, TaskQuery, TaskView, WireLine } from "./common.js";
+export type { Codec, CodecSchemas, PushConfigInput, PushConfigRef, PushFields, TaskIdParams, TaskPage, TaskQuery, TaskView, WireLine } from "./common.js";
 export { v0_3, v0_3Rest, v1_0 };
 
 export const CODECS: Readonly<Record<WireLine, Codec>> = { "0.3": v0_3, "0.3-rest": v0_3Rest, "1.0": v1_0 };

@@ -32,6 +32,7 @@ import {
   viewHistory,
   type Codec,
   type Obj,
+  PUSH_FIELDS,
   type PushConfigInput,
   type TaskView,
 } from "./common.js";
@@ -210,6 +211,7 @@ const pushConfig = (c: PushConfig): Obj => ({ taskId: c.taskId, pushNotification
 
 export const v0_3: Codec = {
   wire: "0.3",
+  pushFields: PUSH_FIELDS["0.3"],
   schemas: {
     task: "v0_3/Task",
     message: "v0_3/Message",

@@ -39,6 +39,7 @@ import {
   viewHistory,
   type Codec,
   type Obj,
+  PUSH_FIELDS,
   type PushConfigInput,
   type TaskView,
 } from "./common.js";
@@ -221,6 +222,7 @@ const pushConfig = (c: PushConfig): Obj => ({
 
 export const v0_3Rest: Codec = {
   wire: "0.3-rest",
+  pushFields: PUSH_FIELDS["0.3-rest"],
   schemas: {
     task: "v0_3_rest/Task",
     message: "v0_3_rest/Message",

@@ -36,6 +36,7 @@ import {
   viewHistory,
   type Codec,
   type Obj,
+  PUSH_FIELDS,
   type PushConfigInput,
   type TaskView,
 } from "./common.js";
@@ -212,6 +213,7 @@ const pushConfig = (c: PushConfig): Obj => encFlatConfig(c);
 
 export const v1_0: Codec = {
   wire: "1.0",
+  pushFields: PUSH_FIELDS["1.0"],
   schemas: {
     task: "v1_0/Task",
     message: "v1_0/Message",
