@@ -9,40 +9,33 @@
 // is serialised and truncated to A2A_LOG_BODY_LIMIT characters with a marker carrying the original length. Bodies of
 // `opencode.sessions.*` methods are never rendered at all (privacy guard): their entry says they were suppressed.
 import type { Logger } from "pino";
+import { REDACT_PATHS } from "./index.js";
 
 export const REDACTED = "[redacted]";
 export const SUPPRESSED = "[suppressed: opencode.sessions.*]";
 export const STREAM_BODY = "[stream]";
 
+/** A key as compared: lowercased, without `-` / `_` (so `api_key`, `apiKey`, `X-API-Key` and `x_api_key` are one key). */
+const normalKey = (key: string): string => key.toLowerCase().replace(/[-_]/g, "");
+
 /**
- * Keys whose values are secrets, compared lowercased and without `-`/`_` (so `api_key`, `apiKey`, `X-API-Key` and
- * `x_api_key` are one key): the names of REDACT_PATHS in ./index.ts (authorization, x-api-key, proxy-authorization,
- * cookie, set-cookie, bearerToken, credentials, opencodePassword, apiKey, token, secret, password) plus their usual
- * relatives. The push notification config's `token` and `authentication.credentials` are covered by `token` and
- * `credentials`.
+ * Keys whose values are secrets, at any depth: the last key of every path pino redacts (REDACT_PATHS in ./index.ts:
+ * authorization, x-api-key, cookie, token, credentials, password, …) plus their usual relatives. The push
+ * notification config's `token` and `authentication.credentials` are covered by `token` and `credentials`.
  */
-const SECRET_KEYS = new Set([
-  "token",
-  "accesstoken",
-  "refreshtoken",
-  "idtoken",
-  "authtoken",
-  "apitoken",
-  "bearertoken",
-  "credentials",
-  "credential",
-  "secret",
-  "clientsecret",
-  "password",
-  "passwd",
-  "opencodepassword",
-  "authorization",
-  "proxyauthorization",
-  "apikey",
-  "xapikey",
-  "cookie",
-  "setcookie",
-]);
+const SECRET_KEYS = new Set(
+  [
+    ...REDACT_PATHS.map((path) => path.split(/[.[\]"]+/).filter(Boolean).pop()!),
+    "accessToken",
+    "refreshToken",
+    "idToken",
+    "authToken",
+    "apiToken",
+    "credential",
+    "clientSecret",
+    "passwd",
+  ].map(normalKey),
+);
 
 /** Keys that carry base64 file content: FilePart `bytes` (0.3, `file.bytes`) and `raw` (1.0). */
 const BYTES_KEYS = new Set(["bytes", "raw"]);
@@ -50,7 +43,7 @@ const BYTES_KEYS = new Set(["bytes", "raw"]);
 const MAX_DEPTH = 64;
 
 export function isSecretKey(key: string): boolean {
-  return SECRET_KEYS.has(key.toLowerCase().replace(/[-_]/g, ""));
+  return SECRET_KEYS.has(normalKey(key));
 }
 
 /** Methods whose bodies are never logged: `opencode.sessions.*` (any case, as written by the caller). */
