@@ -3,23 +3,17 @@
 // the opencode.sessions.* privacy guard, nothing at info, REST bodies, upstream event previews.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig, type LogLevel } from "../../src/config/index.js";
+import type { LogLevel } from "../../src/config/index.js";
 import { createLogger } from "../../src/logging/index.js";
 import { REDACTED, SUPPRESSED } from "../../src/logging/payloads.js";
-import { startUpstream, type Upstream } from "../../src/upstream/index.js";
 import { text } from "../../tools/upstream/script.js";
-import { startStubUpstream, type StubUpstream } from "../../tools/upstream/stub.js";
-import { call, rpc, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import { call, rpc, TEST_TOKEN } from "../support/gateway.js";
 import { Capture } from "../support/logs.js";
 import { until } from "../support/task-wire.js";
+import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
-interface Logged {
+interface Logged extends TaskGateway {
   out: Capture;
-  stub: StubUpstream;
-  upstream: Upstream;
-  gw: StartedGateway;
-  url: string;
-  close(): Promise<void>;
 }
 
 const open: Logged[] = [];
@@ -27,31 +21,19 @@ const open: Logged[] = [];
 /** A gateway with tasks whose gateway and upstream logs both go to one capture at `level`. */
 async function start(level: LogLevel, env: Record<string, string> = {}): Promise<Logged> {
   const out = new Capture();
-  const log = createLogger(level, out);
-  const stub = await startStubUpstream();
-  const fullEnv = {
-    A2A_BEARER_TOKEN: TEST_TOKEN,
-    OPENCODE_BASE_URL: stub.url,
-    A2A_TASK_STORE_BACKEND: "memory",
-    A2A_LOG_LEVEL: level,
-    // Push configs in the bodies below point nowhere reachable: no delivery may be attempted during the tests.
-    A2A_PUSH_ALLOW_PRIVATE_NETWORKS: "false",
-    ...env,
-  };
-  const upstream = await startUpstream(loadConfig(fullEnv), log);
-  const gw = await startGateway(fullEnv, { upstream, logger: log });
-  const g: Logged = {
-    out,
-    stub,
-    upstream,
-    gw,
-    url: gw.url,
-    async close() {
-      await gw.close();
-      await upstream.stop();
-      await stub.close();
-    },
-  };
+  const g: Logged = Object.assign(
+    await startTaskGateway(
+      {
+        A2A_LOG_LEVEL: level,
+        // Push configs in the bodies below point nowhere reachable: no delivery may be attempted during the tests.
+        A2A_PUSH_ALLOW_PRIVATE_NETWORKS: "false",
+        ...env,
+      },
+      {},
+      { logger: createLogger(level, out) },
+    ),
+    { out },
+  );
   open.push(g);
   return g;
 }

@@ -1,6 +1,6 @@
 // A gateway with a working task runtime behind it: the stub OpenCode (tools/upstream/stub.ts), the real upstream
 // link (src/upstream) and an in-memory store unless the caller asks for SQLite.
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config/index.js";
 import { startUpstream, type Upstream } from "../../src/upstream/index.js";
 import { startStubUpstream, type StubUpstream, type StubUpstreamOptions } from "../../tools/upstream/stub.js";
@@ -14,7 +14,12 @@ export interface TaskGateway {
   close(): Promise<void>;
 }
 
-export async function startTaskGateway(env: Record<string, string> = {}, stubOptions: StubUpstreamOptions = {}): Promise<TaskGateway> {
+/** `logger`: where the gateway and the upstream link log (default: nowhere). */
+export async function startTaskGateway(
+  env: Record<string, string> = {},
+  stubOptions: StubUpstreamOptions = {},
+  { logger }: { logger?: Logger } = {},
+): Promise<TaskGateway> {
   const stub = await startStubUpstream(stubOptions);
   const fullEnv = {
     A2A_BEARER_TOKEN: TEST_TOKEN,
@@ -22,8 +27,8 @@ export async function startTaskGateway(env: Record<string, string> = {}, stubOpt
     A2A_TASK_STORE_BACKEND: "memory",
     ...env,
   };
-  const upstream = await startUpstream(loadConfig(fullEnv), pino({ level: "silent" }));
-  const gw = await startGateway(fullEnv, { upstream });
+  const upstream = await startUpstream(loadConfig(fullEnv), logger ?? pino({ level: "silent" }));
+  const gw = await startGateway(fullEnv, { upstream, ...(logger === undefined ? {} : { logger }) });
   return {
     gw,
     stub,
