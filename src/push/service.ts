@@ -22,7 +22,6 @@
 // client that registers right after a non-blocking send does not miss the end of a short task.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { Gauge } from "prom-client";
 import type { Principal } from "../auth/index.js";
 import type { ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
@@ -33,6 +32,7 @@ import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../ope
 import type { Metrics } from "../runtime/metrics.js";
 import type { PushConfigStore } from "../storage/push-configs.js";
 import { queueKey, type NewDelivery, type PushDelivery, type PushOutboxStore } from "../storage/push-outbox.js";
+import { backoffMs } from "../util/backoff.js";
 import { WebhookSender, type SendVerdict } from "./sender.js";
 import { checkPushConfig } from "./target.js";
 
@@ -92,20 +92,9 @@ export class PushService {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
     this.#sender = opts.sender ?? new WebhookSender({ timeoutMs: opts.timeoutMs, allowPrivateNetworks: opts.allowPrivateNetworks, userAgent: opts.userAgent, maxSockets: opts.maxConcurrency });
-    const outbox = opts.outbox;
-    new Gauge({
-      name: "a2a_push_outbox_pending",
-      help: "Push notifications waiting in the outbox (including those being retried)",
-      registers: [opts.metrics.registry],
-      collect() {
-        // A scrape must not fail because the store does (that is when the metrics are needed).
-        try {
-          this.set(outbox.size());
-        } catch {
-          this.reset();
-        }
-      },
-    });
+    opts.metrics.readAtScrape("a2a_push_outbox_pending", "Push notifications waiting in the outbox (including those being retried)", () =>
+      opts.outbox.size(),
+    );
   }
 
   // ---- configs (the tasks/pushNotificationConfig/* methods) -------------------------------------------------------
@@ -388,8 +377,7 @@ export class PushService {
 
   /** Exponential, with equal jitter: between half and all of initial · 2^(attempts−1), capped. */
   #backoff(attempts: number): number {
-    const base = Math.min(this.#opts.retryMaxMs, this.#opts.retryInitialMs * 2 ** Math.min(attempts - 1, 30));
-    return Math.round(base / 2 + ((this.#opts.random ?? Math.random)() * base) / 2);
+    return backoffMs(attempts - 1, this.#opts.retryInitialMs, this.#opts.retryMaxMs, this.#opts.random);
   }
 }
 

@@ -39,16 +39,25 @@ export class Metrics {
 
   constructor(opts: { defaultMetrics?: boolean; streamRetries?: () => number } = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
-    const retries = opts.streamRetries;
-    if (retries !== undefined) {
-      new Gauge({
-        name: "opencode_stream_retries_total",
-        help: "Reconnects of the shared upstream event stream",
-        registers: [this.registry],
-        collect() {
-          this.set(retries());
-        },
-      });
-    }
+    if (opts.streamRetries !== undefined) this.readAtScrape("opencode_stream_retries_total", "Reconnects of the shared upstream event stream", opts.streamRetries);
+  }
+
+  /**
+   * A gauge whose value is read when /metrics is scraped. A read that throws (a store that is down) leaves the
+   * gauge without a value rather than failing the scrape, which is when the other metrics are needed most.
+   */
+  readAtScrape(name: string, help: string, read: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        try {
+          this.set(read());
+        } catch {
+          this.reset();
+        }
+      },
+    });
   }
 }

@@ -29,6 +29,7 @@ import type { UpstreamClient } from "./client.js";
 import { classifyThrown, UpstreamError } from "./errors.js";
 import { SseFrames } from "./sse.js";
 import { openStream } from "./transport.js";
+import { backoffMs } from "../util/backoff.js";
 import { isObject } from "../util/object.js";
 import type { PayloadLog } from "../logging/payloads.js";
 
@@ -549,10 +550,9 @@ export class EventHub {
       }
       if (this.#stopped) break;
       this.#onDown(failure);
-      const base = Math.min(this.#opts.reconnectMaxMs, this.#opts.reconnectInitialMs * 2 ** Math.min(attempt, 20));
+      // Equal jitter: gateways reconnecting to a restarted OpenCode spread out.
+      const delay = backoffMs(attempt, this.#opts.reconnectInitialMs, this.#opts.reconnectMaxMs, this.#opts.random);
       attempt++;
-      // Equal jitter (half fixed, half random): gateways reconnecting to a restarted OpenCode spread out.
-      const delay = Math.round(base / 2 + ((this.#opts.random ?? Math.random)() * base) / 2);
       this.#state = "backoff";
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
