@@ -132,8 +132,8 @@ const fromRow = (r: Row): PushDelivery => ({
   ...(r.last_error === null ? {} : { lastError: r.last_error }),
 });
 
-// The head of each queue: the smallest id per (task_id, config_id).
-const HEADS = `SELECT o.* FROM a2a_push_outbox o
+// The head of each queue, the smallest id per (task_id, config_id), with the given columns.
+const heads = (columns: string): string => `SELECT ${columns} FROM a2a_push_outbox o
   JOIN (SELECT MIN(id) AS id FROM a2a_push_outbox GROUP BY task_id, config_id) h ON h.id = o.id`;
 
 export class SqlitePushOutboxStore implements PushOutboxStore {
@@ -155,7 +155,7 @@ export class SqlitePushOutboxStore implements PushOutboxStore {
 
   #heads(busy: BusyQueues, where: string, ...args: unknown[]): Row[] {
     // Busy queues are few (at most the delivery concurrency): filtered here rather than in SQL.
-    const rows = this.store.guard("pushOutbox.due", () => this.store.statement(`${HEADS} ${where}`).all(...args) as Row[]);
+    const rows = this.store.guard("pushOutbox.due", () => this.store.statement(`${heads("o.*")} ${where}`).all(...args) as Row[]);
     return busy.size === 0 ? rows : rows.filter((r) => !busy.has(queueKey(r.task_id, r.config_id)));
   }
 
@@ -169,11 +169,7 @@ export class SqlitePushOutboxStore implements PushOutboxStore {
     // Only the queue keys and times: the bodies stay on disk.
     const rows = this.store.guard("pushOutbox.nextDueAt", () =>
       this.store
-        .statement(
-          `SELECT o.task_id, o.config_id, o.next_attempt_at FROM a2a_push_outbox o
-           JOIN (SELECT MIN(id) AS id FROM a2a_push_outbox GROUP BY task_id, config_id) h ON h.id = o.id
-           ORDER BY o.next_attempt_at, o.id LIMIT ?`,
-        )
+        .statement(`${heads("o.task_id, o.config_id, o.next_attempt_at")} ORDER BY o.next_attempt_at, o.id LIMIT ?`)
         .all(busy.size + 1) as Pick<Row, "task_id" | "config_id" | "next_attempt_at">[],
     );
     return rows.find((r) => !busy.has(queueKey(r.task_id, r.config_id)))?.next_attempt_at;
