@@ -161,7 +161,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ...(deps.upstream === undefined ? {} : { streamRetries: () => deps.upstream!.hub.status().reconnects }),
   });
   if (deps.upstream !== undefined) {
-    storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl });
+    storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
     const upstream = deps.upstream;
     sessions = new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000);
     runtime = new TaskRuntime({

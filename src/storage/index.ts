@@ -23,6 +23,8 @@ export interface StorageOptions {
   now?: Clock;
   /** SQLite busy_timeout in ms (default 30000). */
   busyTimeoutMs?: number;
+  /** A2A_TASK_STORE_CACHE_SIZE: tasks the SQLite store keeps parsed for reads (default 10000, 0 = off). */
+  taskCacheSize?: number;
 }
 
 export interface Storage {
@@ -78,7 +80,7 @@ export function openStorage(options: StorageOptions): Storage {
     return {
       backend: "sqlite",
       description: describeStoreLocation(location),
-      tasks: new SqliteTaskStore(db),
+      tasks: new SqliteTaskStore(db, options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
       sessions: new SqliteSessionStore(db, now),
       pushConfigs: new SqlitePushConfigStore(db, now),
       pushOutbox: new SqlitePushOutboxStore(db, now),

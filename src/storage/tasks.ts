@@ -309,11 +309,37 @@ interface SqlRow {
 
 const TERMINAL_SQL = TERMINAL.map((s) => `'${s}'`).join(", ");
 
-/** Tasks in a2a_tasks: indexed columns (state, context_id, owner, status_timestamp) next to the JSON snapshot. */
+export interface SqliteTaskStoreOptions {
+  /**
+   * Read cache (A2A_TASK_STORE_CACHE_SIZE): how many tasks view() keeps parsed and frozen, least recently read
+   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE.
+   */
+  cacheSize?: number;
+}
+
+export const DEFAULT_TASK_CACHE_SIZE = 10_000;
+
+/**
+ * Tasks in a2a_tasks: indexed columns (state, context_id, owner, status_timestamp) next to the JSON snapshot.
+ *
+ * view() (GetTask) is served from a bounded read cache of parsed, deeply frozen snapshots. It stays exact:
+ *   - a save through this store drops the task's entry before it writes;
+ *   - every read first asks SQLite for `PRAGMA data_version`, which changes when another connection (another
+ *     process on the same file, a repair by hand) commits; the whole cache is dropped then. The same query fails
+ *     like any other read when the database is unusable, so a cached task is never served from a broken store;
+ *   - nothing read inside a transaction is cached (it may yet be rolled back).
+ */
 export class SqliteTaskStore implements TaskStore {
   private readonly tokens: PageTokens;
+  readonly #views = new Map<string, StoredTaskView>();
+  readonly #cacheSize: number;
+  #dataVersion = -1;
 
-  constructor(private readonly store: StoreDatabase) {
+  constructor(
+    private readonly store: StoreDatabase,
+    options: SqliteTaskStoreOptions = {},
+  ) {
+    this.#cacheSize = options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE;
     this.tokens = new PageTokens(
       store.transaction("tasks.open", () => {
         store
@@ -369,15 +395,43 @@ export class SqliteTaskStore implements TaskStore {
 
   view(id: string): StoredTaskView | undefined {
     return this.store.guard("tasks.view", () => {
+      const caching = this.#cacheSize > 0;
+      if (caching) {
+        const version = (this.store.statement("PRAGMA data_version").get() as { data_version: number }).data_version;
+        if (version !== this.#dataVersion) {
+          this.#views.clear();
+          this.#dataVersion = version;
+        }
+        const hit = this.#views.get(id);
+        if (hit !== undefined) {
+          // Most recently read last: the first key is the one to drop.
+          this.#views.delete(id);
+          this.#views.set(id, hit);
+          return hit;
+        }
+      }
       // Only what a read needs: no binding columns to fetch and decode.
       const row = this.store.statement("SELECT owner, task_json FROM a2a_tasks WHERE id = ?").get(id) as
         | { owner: string; task_json: string }
         | undefined;
-      return row === undefined ? undefined : { task: JSON.parse(row.task_json) as Task, owner: row.owner };
+      if (row === undefined) return undefined;
+      const view: StoredTaskView = { task: JSON.parse(row.task_json) as Task, owner: row.owner };
+      if (caching && !this.store.db.inTransaction) {
+        deepFreeze(view.task);
+        this.#views.set(id, view);
+        if (this.#views.size > this.#cacheSize) this.#views.delete(this.#views.keys().next().value!);
+      }
+      return view;
     });
   }
 
+  /** Tasks view() holds parsed (for tests and metrics). */
+  get cachedViews(): number {
+    return this.#views.size;
+  }
+
   save(task: Task): SaveResult {
+    this.#views.delete(task.id);
     return this.store.guard("tasks.save", () => {
       // The terminal guard is the WHERE clause itself: atomic against any other writer.
       const result = this.store

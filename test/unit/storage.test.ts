@@ -97,12 +97,11 @@ describe.each(backends)("%s backend", (_name, open) => {
       const view = storage.tasks.view!("t1");
       expect(view).toEqual({ task, owner: "alice" });
       expect(view?.task).toEqual(storage.tasks.get("t1")?.task);
-      // The memory store shares its parsed snapshot between reads: deeply frozen, it cannot be written through.
-      if (_name === "memory") {
-        expect(storage.tasks.view!("t1")).toBe(view);
-        expect(() => ((view!.task.status as { state: string }).state = "failed")).toThrow(TypeError);
-        expect(Object.isFrozen(view!.task.history![0]!.parts[0])).toBe(true);
-      }
+      // Both stores share the parsed snapshot between reads (SQLite through its read cache): deeply frozen, it
+      // cannot be written through.
+      expect(storage.tasks.view!("t1")).toBe(view);
+      expect(() => ((view!.task.status as { state: string }).state = "failed")).toThrow(TypeError);
+      expect(Object.isFrozen(view!.task.history![0]!.parts[0])).toBe(true);
       expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
       const next = { ...task, status: { state: "completed" as const, timestamp: ts(9) } };
       expect(storage.tasks.save(next)).toEqual({ applied: true });
@@ -379,6 +378,90 @@ describe.each(backends)("%s backend", (_name, open) => {
 describe("sqlite specifics", () => {
   const dbUrl = (file: string) => `sqlite:///${file}`;
   const mode = (p: string) => fs.statSync(p).mode & 0o777;
+
+  describe("the read cache of view()", () => {
+    const cached = (storage: Storage): number => (storage.tasks as unknown as { cachedViews: number }).cachedViews;
+
+    it("keeps at most A2A_TASK_STORE_CACHE_SIZE tasks, dropping the least recently read, and answers the same either way", () => {
+      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 2 });
+      const off = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 0 });
+      try {
+        for (const s of [storage, off]) for (const id of ["t1", "t2", "t3"]) s.tasks.create(makeTask(id), "alice");
+        const first = storage.tasks.view!("t1");
+        storage.tasks.view!("t2");
+        expect(storage.tasks.view!("t1")).toBe(first); // t1 read again: t2 is now the least recent
+        storage.tasks.view!("t3");
+        expect(cached(storage)).toBe(2);
+        expect(storage.tasks.view!("t1")).toBe(first); // kept
+        expect(storage.tasks.view!("t2")).not.toBe(storage.tasks.view!("t3")); // t2 was read anew
+        for (const id of ["t1", "t2", "t3", "nope"]) expect(off.tasks.view!(id)).toEqual(storage.tasks.view!(id));
+        expect(cached(off)).toBe(0);
+        expect(off.tasks.view!("t1")).not.toBe(off.tasks.view!("t1"));
+      } finally {
+        storage.close();
+        off.close();
+      }
+    });
+
+    it("sees what another connection commits to the same file", () => {
+      const file = path.join(freshDir(), "a2a.db");
+      const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
+      const other = new Database(file);
+      try {
+        storage.tasks.create(makeTask("t1"), "alice");
+        expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
+        expect(cached(storage)).toBe(1);
+        const completed = makeTask("t1", { state: "completed", at: ts(3) });
+        prepare(other, "UPDATE a2a_tasks SET task_json = ?, state = 'completed', owner = 'bob' WHERE id = 't1'").run(JSON.stringify(completed));
+        expect(storage.tasks.view!("t1")).toEqual({ task: completed, owner: "bob" });
+        prepare(other, "DELETE FROM a2a_tasks WHERE id = 't1'").run();
+        expect(storage.tasks.view!("t1")).toBeUndefined();
+      } finally {
+        other.close();
+        storage.close();
+      }
+    });
+
+    it("caches nothing read inside a transaction that is then rolled back", () => {
+      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
+      try {
+        storage.tasks.create(makeTask("t1"), "alice");
+        expect(() =>
+          storage.atomically(() => {
+            storage.tasks.save(makeTask("t1", { state: "completed", at: ts(4) }));
+            expect(storage.tasks.view!("t1")?.task.status.state).toBe("completed"); // the transaction's own write
+            throw new Error("rolled back");
+          }),
+        ).toThrow(/rolled back/);
+        expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
+        expect(storage.tasks.get("t1")?.task.status.state).toBe("working");
+      } finally {
+        storage.close();
+      }
+    });
+
+    it("never answers from the cache once the database is unusable", () => {
+      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
+      storage.tasks.create(makeTask("t1"), "alice");
+      expect(storage.tasks.view!("t1")).toBeDefined();
+      expect(cached(storage)).toBe(1);
+      storage.close();
+      expectA2AError(() => storage.tasks.view!("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.view" });
+    });
+
+    it("a save that loses to a stored terminal state leaves the terminal task readable", () => {
+      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
+      try {
+        storage.tasks.create(makeTask("t1"), "alice");
+        storage.tasks.save(makeTask("t1", { state: "canceled", at: ts(1) }));
+        expect(storage.tasks.view!("t1")?.task.status.state).toBe("canceled");
+        expect(storage.tasks.save(makeTask("t1", { state: "completed", at: ts(2) }))).toEqual({ applied: false, reason: "terminal", state: "canceled" });
+        expect(storage.tasks.view!("t1")?.task.status).toEqual({ state: "canceled", timestamp: ts(1) });
+      } finally {
+        storage.close();
+      }
+    });
+  });
 
   it("creates the directory 0700 and the file (and -wal/-shm) 0600", () => {
     const dir = path.join(freshDir(), "nested", "deeper");

@@ -11,10 +11,14 @@
 //      store filled through src/storage before it starts; and the memory-store gateway of part 1, topped up to
 //      10,000 tasks through message/send) against an @a2a-js/sdk 1.3.0 server (tools/bench/sdk-server.ts) with
 //      InMemoryTaskStore and with DatabaseTaskStore on SQLite, holding the same task content.
+//   3. The floor (tools/bench/floor.ts), in both parts: a bare node:http server doing only what no gateway can skip
+//      (part 1: take the request, prompt_async, wait for session.idle, answer; part 2: look the task up in a Map and
+//      JSON.stringify it), without authentication, validation, codecs, store, audit or event mapping. The gateway
+//      is reported against it as well: "above floor" is what the gateway's own work costs.
 // Next to the rates, the CPU time each process used per turn / per GetTask is reported (Linux /proc/<pid>/stat):
 // on a small shared machine it says more about where the time goes than the rates, which other load moves.
 //
-// Only 127.0.0.1; bounded by request counts and a 180 s deadline; every child process is stopped at the end.
+// Only 127.0.0.1; bounded by request counts and a 300 s deadline; every child process is stopped at the end.
 //
 //   npm run bench:tasks      (node --expose-gc --import tsx tools/bench/tasks.ts)
 //
@@ -53,7 +57,7 @@ if (!GET_CONCURRENCY.every((c) => Number.isInteger(c) && c > 0)) throw new Error
 const GET_CLIENT = process.env.BENCH_GET_CLIENT ?? "lean";
 if (GET_CLIENT !== "lean" && GET_CLIENT !== "node") throw new Error('BENCH_GET_CLIENT must be "lean" or "node"');
 const TASKS = num("BENCH_TASKS", 10_000);
-const DEADLINE_MS = 180_000;
+const DEADLINE_MS = 300_000;
 const WARMUP = 200;
 const TOKEN = `bench-${randomBytes(12).toString("hex")}`;
 const t0 = Date.now();
@@ -121,6 +125,8 @@ function startGateway(name: string, stubUrl: string, store: { backend: "memory" 
     tmp, // no ./.env of the repository, no default database file in it
   );
 }
+
+const startFloor = (name: string, args: string[]) => spawnService(name, ["--import", "tsx", path.join(root, "tools/bench/floor.ts"), ...args], {});
 
 const startSdk = (name: string, env: Record<string, string>) =>
   spawnService(name, ["--import", "tsx", path.join(root, "tools/bench/sdk-server.ts")], { SDK_TASKS: String(TASKS), ...env });
@@ -401,11 +407,12 @@ interface TurnMode {
 }
 
 async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stubUrl: string; services: Array<{ child: ChildProcess }> }> {
-  progress("part 1: starting 3 stubs and 2 gateways");
-  const [stubDirect, stubMemory, stubSqlite] = await Promise.all([startStub("stub-direct"), startStub("stub-memory"), startStub("stub-sqlite")]);
-  const [gwMemory, gwSqlite] = await Promise.all([
+  progress("part 1: starting 4 stubs, 2 gateways and the floor proxy");
+  const [stubDirect, stubMemory, stubSqlite, stubFloor] = await Promise.all([startStub("stub-direct"), startStub("stub-memory"), startStub("stub-sqlite"), startStub("stub-floor")]);
+  const [gwMemory, gwSqlite, floor] = await Promise.all([
     startGateway("gateway-memory", stubMemory.url, { backend: "memory" }),
     startGateway("gateway-sqlite", stubSqlite.url, { backend: "database", file: path.join(tmp, "turns.db") }),
+    startFloor("floor-proxy", ["--proxy", stubFloor.url]),
   ]);
 
   const direct = new DirectClient(target(stubDirect.url));
@@ -413,9 +420,10 @@ async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stu
   const sessions = await Promise.all(Array.from({ length: CONCURRENCY }, () => direct.createSession()));
   const memory = new GatewayClient("gateway-memory", target(gwMemory.url), true);
   const sqlite = new GatewayClient("gateway-sqlite", target(gwSqlite.url), false);
+  const floorClient = new GatewayClient("floor-proxy", target(floor.url), false);
   const contexts = Array.from({ length: CONCURRENCY }, () => randomUUID());
   // First turn of every context binds its session (POST /session) — not part of the measurements.
-  await Promise.all(contexts.flatMap((c) => [memory.send(c), sqlite.send(c)]));
+  await Promise.all(contexts.flatMap((c) => [memory.send(c), sqlite.send(c), floorClient.send(c)]));
 
   const timed = async (fn: () => Promise<void>): Promise<number> => {
     const start = hr();
@@ -430,7 +438,9 @@ async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stu
     { label: "gateway memory  message/stream (final event)", run: (w) => memory.stream(contexts[w]!), cpu: pids(gwMemory, stubMemory) },
     { label: "gateway sqlite  message/send (blocking)", run: (w) => timed(() => sqlite.send(contexts[w]!)), cpu: pids(gwSqlite, stubSqlite) },
     { label: "gateway sqlite  message/stream (final event)", run: (w) => sqlite.stream(contexts[w]!), cpu: pids(gwSqlite, stubSqlite) },
+    { label: "floor: bare node:http proxy, message/send", run: (w) => timed(() => floorClient.send(contexts[w]!)), cpu: pids(floor, stubFloor) },
   ];
+  const FLOOR = modes.length - 1;
 
   progress(`part 1: warm-up (${WARMUP} turns per mode)`);
   for (const mode of modes) for (let i = 0; i < WARMUP; i++) await mode.run(0);
@@ -471,7 +481,11 @@ async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stu
     report.push(`   ${pad(mode.label, 46)}${lpad(ms(l.p50), 10)}${lpad(ms(l.p99), 10)}${lpad(ms(l.mean), 10)}   ${pad(added, 22)}${m === 0 ? "–" : gwCpu} / ${stubCpu} / ${clientCpu}`);
   }
   const overhead = lat[1]!.p50 - base.p50;
+  const floorAdded = lat[FLOOR]!.p50 - base.p50;
   report.push(
+    `   floor (bare node:http proxy, no gateway work) adds ${signed(floorAdded)} p50 to direct; the gateway's own work above the floor: ` +
+      `memory send ${signed(lat[1]!.p50 - lat[FLOOR]!.p50)}, sqlite send ${signed(lat[3]!.p50 - lat[FLOOR]!.p50)}; ` +
+      `a < 1 ms target leaves ${signed(1 - floorAdded)} for it`,
     `   target "gateway p50 overhead < 1 ms" (memory message/send): ${signed(overhead)} → ${overhead < 1 ? "met" : "NOT met"}` +
       `; sqlite message/send: ${signed(lat[3]!.p50 - base.p50)} → ${lat[3]!.p50 - base.p50 < 1 ? "met" : "NOT met"}`,
     `   Throughput at concurrency ${CONCURRENCY}, ${THROUGHPUT} turns per run (median; the ${ROUNDS} interleaved runs in brackets)`,
@@ -484,7 +498,8 @@ async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stu
 
   direct.destroy();
   sqlite.destroy();
-  await Promise.all([stop(gwSqlite), stop(stubSqlite)]);
+  floorClient.destroy();
+  await Promise.all([stop(gwSqlite), stop(stubSqlite), stop(floor), stop(stubFloor)]);
   return { memory, stubUrl: stubDirect.url, services: [gwMemory, stubMemory, stubDirect] };
 }
 
@@ -636,10 +651,11 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
   progress(`part 2: filling the gateway SQLite store with ${TASKS} tasks, starting gateway + 2 SDK servers`);
   const file = path.join(tmp, "gettask.db");
   const fill = fillGatewayStore(file);
-  const [gwSqlite, sdkMemory, sdkSqlite] = await Promise.all([
+  const [gwSqlite, sdkMemory, sdkSqlite, floor] = await Promise.all([
     startGateway("gateway-sqlite-10k", stubUrl, { backend: "database", file }),
     startSdk("sdk-memory", { SDK_STORE: "memory" }),
     startSdk("sdk-sqlite", { SDK_STORE: "sqlite", SDK_DB: path.join(tmp, "sdk.db") }),
+    startFloor("floor-get", ["--get", String(TASKS)]),
   ]);
   const gatewayHeaders = { authorization: `Bearer ${TOKEN}`, "a2a-version": "1.0" };
   const sdkHeaders = { "a2a-version": "1.0" };
@@ -649,6 +665,7 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
     { label: `gateway  memory (${memory.taskIds.length.toLocaleString("en-US")} via message/send)`, pid: memoryPid, t: memory.t, path: "/", headers: gatewayHeaders, ids: memory.taskIds, bytes: 0, conns: [] },
     { label: "SDK      InMemoryTaskStore", pid: sdkMemory.child.pid, t: target(sdkMemory.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0, conns: [] },
     { label: "SDK      DatabaseTaskStore (SQLite)", pid: sdkSqlite.child.pid, t: target(sdkSqlite.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0, conns: [] },
+    { label: "floor    bare node:http, Map", pid: floor.child.pid, t: target(floor.url), path: "/", headers: {}, ids: benchIds, bytes: 0, conns: [] },
   ];
   const pick = (ids: string[]): string => ids[Math.floor(Math.random() * ids.length)]!;
   let rpcId = 0;
@@ -691,19 +708,21 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
       `   ${pad(g.label, 42)}${GET_CONCURRENCY.map((c) => lpad(rate(med(g, c)), 12)).join("")}${lpad(`${cpuText(cpu.get(g.label)!, calls, "µs")} µs`, 16)}${lpad(`${cpuText(clientCpu.get(g.label)!, calls, "µs")} µs`, 16)}${lpad(`${g.bytes} B`, 10)}`,
     );
   }
-  const [gs, gm, sm, ss] = targets as [GetTarget, GetTarget, GetTarget, GetTarget];
+  const [gs, gm, sm, ss, fl] = targets as [GetTarget, GetTarget, GetTarget, GetTarget, GetTarget];
   const ratio = (a: GetTarget, b: GetTarget): string =>
     `${GET_CONCURRENCY.map((c) => `${(med(a, c) / med(b, c)).toFixed(2)}x @${c}`).join(", ")}; server CPU per request ${(cpuPer(b) / cpuPer(a)).toFixed(2)}x in the gateway's favour`;
   report.push(
     `   ratio gateway sqlite / SDK in-memory:  ${ratio(gs, sm)}   (target ≥ 2x: ${GET_CONCURRENCY.every((c) => med(gs, c) / med(sm, c) >= 2) ? "met" : "NOT met"})`,
     `   ratio gateway sqlite / SDK sqlite:     ${ratio(gs, ss)}`,
     `   ratio gateway memory / SDK in-memory:  ${ratio(gm, sm)}`,
+    `   floor: ${Math.round(cpuPer(fl) * 1000)} µs server CPU per request with no gateway work; 2x the SDK in-memory server means ≤ ${Math.round((cpuPer(sm) * 1000) / 2)} µs, ` +
+      `which leaves ${Math.round((cpuPer(sm) * 1000) / 2 - cpuPer(fl) * 1000)} µs above the floor; the gateway spends ${Math.round((cpuPer(gs) - cpuPer(fl)) * 1000)} (sqlite) / ${Math.round((cpuPer(gm) - cpuPer(fl)) * 1000)} (memory) µs above it`,
   );
   for (const g of targets) {
     g.t.agent.destroy();
     for (const c of g.conns) c.close();
   }
-  return [gwSqlite, sdkMemory, sdkSqlite];
+  return [gwSqlite, sdkMemory, sdkSqlite, floor];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
