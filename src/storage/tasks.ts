@@ -397,7 +397,7 @@ export class SqliteTaskStore implements TaskStore {
     return this.store.guard("tasks.view", () => {
       const caching = this.#cacheSize > 0;
       if (caching) {
-        const version = (this.store.statement("PRAGMA data_version").get() as { data_version: number }).data_version;
+        const version = this.store.statement("PRAGMA data_version").pluck().get() as number;
         if (version !== this.#dataVersion) {
           this.#views.clear();
           this.#dataVersion = version;

@@ -129,6 +129,9 @@ async function parse(answer: HttpAnswer, response: Response, parseAs: string): P
   if (parseAs === "text") return empty ? "" : utf8.decode(answer.body);
   if (parseAs === "formData" && empty) return new FormData();
   const nullBody = answer.status === 204 || answer.status === 205 || answer.status === 304;
+  // A 204 without Content-Type (prompt_async, abort…) reads as "stream": the generated client answers with the
+  // Response's body, which is null for a null-body status. No Response needs to be built to say so.
+  if (parseAs === "stream" && nullBody) return null;
   const withBody = new Response(nullBody ? null : new Uint8Array(answer.body), { status: answer.status, headers: response.headers });
   switch (parseAs) {
     case "arrayBuffer":

@@ -111,21 +111,22 @@ export class HttpTransport {
       }
       if (origin.agent === undefined) return Promise.reject(fetchFailed(new Error(`unsupported protocol ${origin.protocol}`)));
     }
-    const payload = body === undefined ? undefined : typeof body === "string" ? Buffer.from(body) : body;
+    // A text body stays a string: node:http then sends the head and the body in one write (a Buffer body goes out
+    // as a second chunk of a writev).
     const options: http.RequestOptions = {
       protocol: origin.protocol,
       hostname: origin.hostname,
       port: origin.port,
       path,
       method,
-      headers: payload === undefined ? headers : { ...headers, "content-length": String(payload.byteLength) },
+      headers: body === undefined ? headers : { ...headers, "content-length": String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength) },
       agent: origin.agent,
       ...(origin.auth === undefined ? {} : { auth: origin.auth }),
     };
-    return this.#send(options, payload, signal);
+    return this.#send(options, body, signal);
   }
 
-  #send(options: http.RequestOptions, payload: Uint8Array | undefined, signal: AbortSignal | undefined): Promise<HttpAnswer> {
+  #send(options: http.RequestOptions, payload: string | Uint8Array | undefined, signal: AbortSignal | undefined): Promise<HttpAnswer> {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise<HttpAnswer>((resolve, reject) => {
       let settled = false;
