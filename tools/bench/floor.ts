@@ -41,7 +41,8 @@ interface RpcRequest {
 
 async function proxy(upstreamUrl: string): Promise<http.RequestListener> {
   const upstream = new URL(upstreamUrl);
-  const agent = new http.Agent({ keepAlive: true });
+  // Free sockets are closed after 2 s, before the stub's 5 s keep-alive timeout can close one under a new call.
+  const agent = new http.Agent({ keepAlive: true, timeout: 2_000 });
   const call = (urlPath: string, body: string): Promise<{ status: number; text: string }> =>
     new Promise((resolve, reject) => {
       const req = http.request(

@@ -10,7 +10,9 @@
 //   2. GetTask with 10,000 stored tasks, JSON-RPC 1.0 (`A2A-Version: 1.0`), random ids, on the gateway (SQLite
 //      store filled through src/storage before it starts; and the memory-store gateway of part 1, topped up to
 //      10,000 tasks through message/send) against an @a2a-js/sdk 1.3.0 server (tools/bench/sdk-server.ts) with
-//      InMemoryTaskStore and with DatabaseTaskStore on SQLite, holding the same task content.
+//      InMemoryTaskStore and with DatabaseTaskStore on SQLite, holding the same task content. The SQLite gateway
+//      runs twice: with its read cache (A2A_TASK_STORE_CACHE_SIZE, default) and without (0). Every target reads each
+//      of its tasks once before the timed runs.
 //   3. The floor (tools/bench/floor.ts), in both parts: a bare node:http server doing only what no gateway can skip
 //      (part 1: take the request, prompt_async, wait for session.idle, answer; part 2: look the task up in a Map and
 //      JSON.stringify it), without authentication, validation, codecs, store, audit or event mapping. The gateway
@@ -102,7 +104,7 @@ async function stop(service: { child: ChildProcess }): Promise<void> {
 const startStub = (name: string) =>
   spawnService(name, ["--import", "tsx", path.join(root, "tools/upstream/stub.ts"), "--port", "0", "--heartbeat-ms", "10000"], {});
 
-function startGateway(name: string, stubUrl: string, store: { backend: "memory" } | { backend: "database"; file: string }) {
+function startGateway(name: string, stubUrl: string, store: { backend: "memory" } | { backend: "database"; file: string }, env: Record<string, string> = {}) {
   return spawnService(
     name,
     [path.join(root, "bin/opencode-a2a.js"), "serve"],
@@ -121,6 +123,7 @@ function startGateway(name: string, stubUrl: string, store: { backend: "memory" 
       OPENCODE_MAX_CONCURRENT_STREAMS: "0",
       A2A_TASK_STORE_BACKEND: store.backend,
       ...(store.backend === "database" ? { A2A_TASK_STORE_DATABASE_URL: `sqlite:///${store.file}` } : {}),
+      ...env,
     },
     tmp, // no ./.env of the repository, no default database file in it
   );
@@ -142,10 +145,10 @@ interface Target {
 
 function target(url: string): Target {
   const u = new URL(url);
-  // `timeout` lets the agent close a free socket before the server's keep-alive timeout (Node's agent honours the
-  // server's `Keep-Alive: timeout=5` hint only when it is shorter than its own timeout, and it has none by default):
-  // a socket left idle while the other targets run is otherwise reused after the server closed it ("socket hang up").
-  return { host: u.hostname, port: Number(u.port), agent: new http.Agent({ keepAlive: true, maxSockets: 256, timeout: 60_000 }) };
+  // `timeout` (2 s) makes the agent close a free socket well before a server's keep-alive timeout (5 s by default)
+  // does: a socket left idle while the other targets run is otherwise reused just as the server closes it ("socket
+  // hang up"). A call in flight is bounded by its own request timeout instead.
+  return { host: u.hostname, port: Number(u.port), agent: new http.Agent({ keepAlive: true, maxSockets: 256, timeout: 2_000 }) };
 }
 
 function timeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -462,7 +465,9 @@ async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stu
   for (let round = 0; round < ROUNDS; round++) {
     for (const [m, mode] of modes.entries()) {
       gc();
-      const elapsed = await pool(THROUGHPUT, CONCURRENCY, async (w) => void (await mode.run(w)));
+      const elapsed = await pool(THROUGHPUT, CONCURRENCY, async (w) => void (await mode.run(w))).catch((error: unknown) => {
+        throw new Error(`${mode.label}: throughput run failed`, { cause: error });
+      });
       rates[m]!.push((THROUGHPUT / elapsed) * 1000);
     }
   }
@@ -553,36 +558,50 @@ function fillGatewayStore(file: string): { owner: string; ms: number } {
  * per call either way; BENCH_GET_CLIENT=node measures with node:http).
  */
 class LeanConnection {
-  readonly #socket: net.Socket;
+  #socket: net.Socket | undefined;
   readonly #head: string;
   #buf: Buffer = Buffer.alloc(0);
   #waiter: { resolve: (r: { status: number; text: string }) => void; reject: (e: Error) => void } | undefined;
-  #failure: Error | undefined;
 
-  constructor(t: Target, urlPath: string, headers: Record<string, string>) {
+  constructor(
+    readonly t: Target,
+    urlPath: string,
+    headers: Record<string, string>,
+  ) {
     const lines = [`POST ${urlPath} HTTP/1.1`, `Host: ${t.host}:${t.port}`, "Content-Type: application/json", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
     this.#head = `${lines.join("\r\n")}\r\nContent-Length: `;
-    this.#socket = net.connect(t.port, t.host);
-    this.#socket.setNoDelay(true);
-    this.#socket.on("data", (chunk: Buffer) => {
+  }
+
+  /**
+   * The connection, opened when there is none. A server may close a keep-alive connection that sat idle (while the
+   * other targets ran): the next call then opens a new one. A connection that closes under a call fails that call.
+   */
+  #connection(): net.Socket {
+    if (this.#socket !== undefined) return this.#socket;
+    const socket = net.connect(this.t.port, this.t.host);
+    socket.setNoDelay(true);
+    socket.on("data", (chunk: Buffer) => {
       this.#buf = this.#buf.length === 0 ? chunk : Buffer.concat([this.#buf, chunk]);
       this.#parse();
     });
     const fail = (error: Error): void => {
-      this.#failure = error;
+      if (this.#socket === socket) this.#socket = undefined;
+      this.#buf = Buffer.alloc(0);
       this.#waiter?.reject(error);
       this.#waiter = undefined;
     };
-    this.#socket.on("error", fail);
-    this.#socket.on("close", () => fail(new Error("connection closed")));
+    socket.on("error", fail);
+    socket.on("close", () => fail(new Error("connection closed")));
+    this.#socket = socket;
+    return socket;
   }
 
   call(body: string): Promise<{ status: number; text: string }> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
     if (this.#waiter !== undefined) return Promise.reject(new Error("one call at a time"));
+    const socket = this.#connection();
     return new Promise((resolve, reject) => {
       this.#waiter = { resolve, reject };
-      this.#socket.write(`${this.#head}${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.write(`${this.#head}${Buffer.byteLength(body)}\r\n\r\n${body}`);
     });
   }
 
@@ -594,7 +613,7 @@ class LeanConnection {
     if (length === null) {
       this.#waiter.reject(new Error(`answer without Content-Length: ${head.slice(0, 200)}`));
       this.#waiter = undefined;
-      this.#socket.destroy();
+      this.#socket?.destroy();
       return;
     }
     const total = end + 4 + Number(length[1]);
@@ -607,8 +626,9 @@ class LeanConnection {
   }
 
   close(): void {
-    this.#socket.removeAllListeners("close");
-    this.#socket.destroy();
+    this.#socket?.removeAllListeners("close");
+    this.#socket?.destroy();
+    this.#socket = undefined;
   }
 }
 
@@ -651,8 +671,11 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
   progress(`part 2: filling the gateway SQLite store with ${TASKS} tasks, starting gateway + 2 SDK servers`);
   const file = path.join(tmp, "gettask.db");
   const fill = fillGatewayStore(file);
-  const [gwSqlite, sdkMemory, sdkSqlite, floor] = await Promise.all([
+  const uncachedFile = path.join(tmp, "gettask-uncached.db");
+  fs.copyFileSync(file, uncachedFile);
+  const [gwSqlite, gwUncached, sdkMemory, sdkSqlite, floor] = await Promise.all([
     startGateway("gateway-sqlite-10k", stubUrl, { backend: "database", file }),
+    startGateway("gateway-sqlite-10k-uncached", stubUrl, { backend: "database", file: uncachedFile }, { A2A_TASK_STORE_CACHE_SIZE: "0" }),
     startSdk("sdk-memory", { SDK_STORE: "memory" }),
     startSdk("sdk-sqlite", { SDK_STORE: "sqlite", SDK_DB: path.join(tmp, "sdk.db") }),
     startFloor("floor-get", ["--get", String(TASKS)]),
@@ -662,6 +685,7 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
   const benchIds = Array.from({ length: TASKS }, (_, i) => benchTaskId(i));
   const targets: GetTarget[] = [
     { label: `gateway  sqlite (${TASKS.toLocaleString("en-US")} filled)`, pid: gwSqlite.child.pid, t: target(gwSqlite.url), path: "/", headers: gatewayHeaders, ids: benchIds, bytes: 0, conns: [] },
+    { label: "gateway  sqlite, read cache off", pid: gwUncached.child.pid, t: target(gwUncached.url), path: "/", headers: gatewayHeaders, ids: benchIds, bytes: 0, conns: [] },
     { label: `gateway  memory (${memory.taskIds.length.toLocaleString("en-US")} via message/send)`, pid: memoryPid, t: memory.t, path: "/", headers: gatewayHeaders, ids: memory.taskIds, bytes: 0, conns: [] },
     { label: "SDK      InMemoryTaskStore", pid: sdkMemory.child.pid, t: target(sdkMemory.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0, conns: [] },
     { label: "SDK      DatabaseTaskStore (SQLite)", pid: sdkSqlite.child.pid, t: target(sdkSqlite.url), path: "/a2a/jsonrpc", headers: sdkHeaders, ids: benchIds, bytes: 0, conns: [] },
@@ -670,8 +694,9 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
   const pick = (ids: string[]): string => ids[Math.floor(Math.random() * ids.length)]!;
   let rpcId = 0;
 
-  progress(`part 2: GetTask warm-up, then ${GET_REQUESTS} calls per target and concurrency (${GET_CONCURRENCY.join(", ")}) in ${ROUNDS} rounds`);
-  for (const g of targets) await pool(2000, 8, (w) => getTask(g, pick(g.ids), ++rpcId, w));
+  progress(`part 2: GetTask warm-up (every task read once per target), then ${GET_REQUESTS} calls per target and concurrency (${GET_CONCURRENCY.join(", ")}) in ${ROUNDS} rounds`);
+  // Steady state: each server has read every task once (caches filled, code optimised) before anything is timed.
+  for (const g of targets) await pool(g.ids.length, 8, (w, i) => getTask(g, g.ids[i]!, ++rpcId, w));
   const rates = new Map<string, number[]>();
   const cpu = new Map<string, number>();
   const clientCpu = new Map<string, number>();
@@ -698,6 +723,7 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
     ``,
     `2. GetTask, JSON-RPC 1.0 (A2A-Version: 1.0), random ids; ${n * ROUNDS} calls per target and concurrency (req/s: median of ${ROUNDS} interleaved runs)`,
     `   gateway SQLite store filled through src/storage in ${Math.round(fill.ms)} ms (owner "${fill.owner}"); SDK servers hold the same task content`,
+    `   warm-up: every target reads each of its tasks once before the timed runs (the gateway's read cache, A2A_TASK_STORE_CACHE_SIZE, is full; "cache off" runs with 0)`,
     `   gateway calls carry the bearer token (checked on every call); the SDK server runs with UserBuilder.noAuthentication`,
     `   load client: ${GET_CLIENT === "lean" ? "one bare keep-alive socket per worker (LeanConnection)" : "node:http, keep-alive agent"}, in this process`,
     `   ${pad("", 42)}${GET_CONCURRENCY.map((c) => lpad(`conc ${c}`, 12)).join("")}${lpad("server CPU/req", 16)}${lpad("client CPU/req", 16)}${lpad("answer", 10)}`,
@@ -708,12 +734,13 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
       `   ${pad(g.label, 42)}${GET_CONCURRENCY.map((c) => lpad(rate(med(g, c)), 12)).join("")}${lpad(`${cpuText(cpu.get(g.label)!, calls, "µs")} µs`, 16)}${lpad(`${cpuText(clientCpu.get(g.label)!, calls, "µs")} µs`, 16)}${lpad(`${g.bytes} B`, 10)}`,
     );
   }
-  const [gs, gm, sm, ss, fl] = targets as [GetTarget, GetTarget, GetTarget, GetTarget, GetTarget];
+  const [gs, gu, gm, sm, ss, fl] = targets as [GetTarget, GetTarget, GetTarget, GetTarget, GetTarget, GetTarget];
   const ratio = (a: GetTarget, b: GetTarget): string =>
     `${GET_CONCURRENCY.map((c) => `${(med(a, c) / med(b, c)).toFixed(2)}x @${c}`).join(", ")}; server CPU per request ${(cpuPer(b) / cpuPer(a)).toFixed(2)}x in the gateway's favour`;
   report.push(
     `   ratio gateway sqlite / SDK in-memory:  ${ratio(gs, sm)}   (target ≥ 2x: ${GET_CONCURRENCY.every((c) => med(gs, c) / med(sm, c) >= 2) ? "met" : "NOT met"})`,
     `   ratio gateway sqlite / SDK sqlite:     ${ratio(gs, ss)}`,
+    `   ratio gateway sqlite, cache off / SDK in-memory: ${ratio(gu, sm)}`,
     `   ratio gateway memory / SDK in-memory:  ${ratio(gm, sm)}`,
     `   floor: ${Math.round(cpuPer(fl) * 1000)} µs server CPU per request with no gateway work; 2x the SDK in-memory server means ≤ ${Math.round((cpuPer(sm) * 1000) / 2)} µs, ` +
       `which leaves ${Math.round((cpuPer(sm) * 1000) / 2 - cpuPer(fl) * 1000)} µs above the floor; the gateway spends ${Math.round((cpuPer(gs) - cpuPer(fl)) * 1000)} (sqlite) / ${Math.round((cpuPer(gm) - cpuPer(fl)) * 1000)} (memory) µs above it`,
@@ -722,7 +749,7 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
     g.t.agent.destroy();
     for (const c of g.conns) c.close();
   }
-  return [gwSqlite, sdkMemory, sdkSqlite, floor];
+  return [gwSqlite, gwUncached, sdkMemory, sdkSqlite, floor];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -739,7 +766,8 @@ try {
   part1.memory.destroy();
 } catch (error) {
   failed = true;
-  process.stderr.write(`bench:tasks failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  const describe = (e: unknown): string => (e instanceof Error ? `${e.stack ?? e.message}${e.cause === undefined ? "" : `\ncaused by: ${describe(e.cause)}`}` : String(e));
+  process.stderr.write(`bench:tasks failed: ${describe(error)}\n`);
 } finally {
   await Promise.all(services.map((s) => (children.has(s.child) ? stop(s) : Promise.resolve())));
   cleanupSync();
