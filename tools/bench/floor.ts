@@ -14,6 +14,7 @@
 //
 // Prints "floor listening on http://127.0.0.1:<port>" when ready. Only 127.0.0.1.
 import http from "node:http";
+import { onSseFrames } from "./listening.js";
 import { benchTask, benchTaskId } from "./sdk-server.js";
 
 const mode = process.argv[2];
@@ -62,21 +63,14 @@ async function proxy(upstreamUrl: string): Promise<http.RequestListener> {
   await new Promise<void>((connected, failed) => {
     const req = http.get({ host: upstream.hostname, port: upstream.port, path: "/global/event", agent: false }, (res) => {
       connected();
-      let buf = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => {
-        buf += chunk;
-        for (let end = buf.indexOf("\n\n"); end >= 0; end = buf.indexOf("\n\n")) {
-          const frame = buf.slice(0, end);
-          buf = buf.slice(end + 2);
-          if (!frame.includes('"type":"session.idle"')) continue;
-          const payload = (JSON.parse(frame.slice(frame.indexOf("{"))) as { payload?: { properties?: { sessionID?: string } } }).payload;
-          const id = payload?.properties?.sessionID ?? "";
-          const waiter = waiters.get(id);
-          if (waiter === undefined) continue;
-          waiters.delete(id);
-          waiter();
-        }
+      onSseFrames(res, (frame) => {
+        if (!frame.includes('"type":"session.idle"')) return;
+        const payload = (JSON.parse(frame.slice(frame.indexOf("{"))) as { payload?: { properties?: { sessionID?: string } } }).payload;
+        const id = payload?.properties?.sessionID ?? "";
+        const waiter = waiters.get(id);
+        if (waiter === undefined) return;
+        waiters.delete(id);
+        waiter();
       });
     });
     req.on("error", failed);

@@ -1,5 +1,6 @@
 // Shared by the benchmarks: spawn a process and wait for its "… listening on http://…" stdout line.
 import { spawn, type ChildProcess } from "node:child_process";
+import type { IncomingMessage } from "node:http";
 
 export async function spawnListening(
   command: string,
@@ -33,4 +34,18 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   const exited = new Promise((r) => child.once("exit", r));
   child.kill("SIGTERM");
   await exited;
+}
+
+/** Calls onFrame with each Server-Sent Events frame of `res` (the text between blank lines), as it arrives. */
+export function onSseFrames(res: IncomingMessage, onFrame: (frame: string) => void): void {
+  let buf = "";
+  res.setEncoding("utf8");
+  res.on("data", (chunk: string) => {
+    buf += chunk;
+    for (let end = buf.indexOf("\n\n"); end >= 0; end = buf.indexOf("\n\n")) {
+      const frame = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      onFrame(frame);
+    }
+  });
 }

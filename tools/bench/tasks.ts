@@ -40,7 +40,7 @@ import { catalog } from "../../src/contract/catalog.js";
 import type { Task } from "../../src/protocol/model.js";
 import { openDatabase, parseStoreUrl, SqliteTaskStore } from "../../src/storage/index.js";
 import { ensureBuilt } from "../../test/support/build.js";
-import { spawnListening, stopProcess } from "./listening.js";
+import { onSseFrames, spawnListening, stopProcess } from "./listening.js";
 import { benchTask, benchTaskId } from "./sdk-server.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -207,15 +207,8 @@ function streamRequest(
         headers: body === undefined ? headers : { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
       },
       (res) => {
-        let buf = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          buf += chunk;
-          for (let end = buf.indexOf("\n\n"); end >= 0; end = buf.indexOf("\n\n")) {
-            const frame = buf.slice(0, end);
-            buf = buf.slice(end + 2);
-            for (const line of frame.split("\n")) if (line.startsWith("data:") && wanted(line)) onEvent(JSON.parse(line.slice(5)));
-          }
+        onSseFrames(res, (frame) => {
+          for (const line of frame.split("\n")) if (line.startsWith("data:") && wanted(line)) onEvent(JSON.parse(line.slice(5)));
         });
         res.on("end", () => resolve(res.statusCode ?? 0));
         res.on("error", reject);
