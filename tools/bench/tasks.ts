@@ -555,6 +555,7 @@ class LeanConnection {
   readonly #head: string;
   #buf: Buffer = Buffer.alloc(0);
   #waiter: { resolve: (r: { status: number; text: string }) => void; reject: (e: Error) => void } | undefined;
+  #lastUsed = 0;
 
   constructor(
     readonly t: Target,
@@ -566,10 +567,14 @@ class LeanConnection {
   }
 
   /**
-   * The connection, opened when there is none. A server may close a keep-alive connection that sat idle (while the
-   * other targets ran): the next call then opens a new one. A connection that closes under a call fails that call.
+   * The connection, opened when there is none. Servers close keep-alive connections that sit idle (5 s by default)
+   * while the other targets run, and one closing just as a call is written fails that call: a connection idle for
+   * 2 s is closed here and a new one opened. One that a server closed while idle is replaced the same way; one that
+   * closes under a call fails that call.
    */
   #connection(): net.Socket {
+    if (this.#socket !== undefined && performance.now() - this.#lastUsed > 2_000) this.close();
+    this.#lastUsed = performance.now();
     if (this.#socket !== undefined) return this.#socket;
     const socket = net.connect(this.t.port, this.t.host);
     socket.setNoDelay(true);
@@ -615,6 +620,7 @@ class LeanConnection {
     this.#buf = this.#buf.length === total ? Buffer.alloc(0) : this.#buf.subarray(total);
     const waiter = this.#waiter;
     this.#waiter = undefined;
+    this.#lastUsed = performance.now();
     waiter.resolve({ status: Number(head.slice(9, 12)), text });
   }
 
