@@ -2,6 +2,7 @@
 // the README's configuration table is checked against this list by test/unit/config.test.ts.
 import fs from "node:fs";
 import type { ProtocolLine } from "../contract/catalog.js";
+import { DEFAULT_TASK_CACHE_SIZE } from "../storage/tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, parseStoreUrl } from "../storage/url.js";
 
 export class ConfigError extends Error {
@@ -215,7 +216,7 @@ export const variables = {
       return value;
     },
   },
-  taskStoreCacheSize: int("A2A_TASK_STORE_CACHE_SIZE", 10_000, 0, 10_000_000, "SQLite store: tasks kept parsed in memory for GetTask (about 2 KiB each, least recently read dropped first); `0` reads every task from SQLite. Writes by other processes to the same file are noticed (`PRAGMA data_version`)."),
+  taskStoreCacheSize: int("A2A_TASK_STORE_CACHE_SIZE", DEFAULT_TASK_CACHE_SIZE, 0, 10_000_000, "SQLite store: tasks kept parsed in memory for GetTask (about 2 KiB each, least recently read dropped first); `0` reads every task from SQLite. Writes by other processes to the same file are noticed (`PRAGMA data_version`)."),
   pendingClaimTtl: seconds("A2A_PENDING_SESSION_CLAIM_TTL_SECONDS", 30, 1, 86_400, "How long an explicit `metadata.shared.session.id` is reserved for its caller before its first turn succeeds."),
   cancelAbortTimeout: seconds("A2A_CANCEL_ABORT_TIMEOUT_SECONDS", 2, 0.1, 300, "Cancel answers at once; the upstream abort is given this long."),
   turnReconnectGrace: seconds("A2A_TURN_RECONNECT_GRACE_SECONDS", 30, 1, 3_600, "A running task whose upstream event stream is lost fails if it is not back within this time."),

@@ -59,10 +59,11 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export function deploymentFacts(config: Config): DeploymentFacts {
+/** What the cards and the contract declare for this deployment. Push delivery needs an upstream (tasks to push). */
+export function deploymentFacts(config: Config, hasUpstream: boolean): DeploymentFacts {
   return {
     defaultLine: config.defaultLine,
-    pushNotifications: config.pushEnabled,
+    pushNotifications: config.pushEnabled && hasUpstream,
     toggles: config.toggles,
     allowDirectoryOverride: config.allowDirectoryOverride,
     ...(config.project ? { project: config.project } : {}),
@@ -123,7 +124,7 @@ export interface GatewayDeps {
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
   const catalog = deps.catalog ?? generatedCatalog;
   // Push notifications need the task runtime (which needs an upstream).
-  const facts = { ...deploymentFacts(config), pushNotifications: config.pushEnabled && deps.upstream !== undefined };
+  const facts = deploymentFacts(config, deps.upstream !== undefined);
   const auth = deps.credentials ?? credentialRegistry(config, catalog, log);
   const limits = new AccessLimits({
     maxRequests: config.rateLimitMaxRequests,

@@ -23,7 +23,7 @@ export interface StorageOptions {
   now?: Clock;
   /** SQLite busy_timeout in ms (default 30000). */
   busyTimeoutMs?: number;
-  /** A2A_TASK_STORE_CACHE_SIZE: tasks the SQLite store keeps parsed for reads (default 10000, 0 = off). */
+  /** A2A_TASK_STORE_CACHE_SIZE: tasks the SQLite store keeps parsed for reads (default DEFAULT_TASK_CACHE_SIZE, 0 = off). */
   taskCacheSize?: number;
 }
 

@@ -425,7 +425,7 @@ export class SqliteTaskStore implements TaskStore {
     });
   }
 
-  /** Tasks view() holds parsed (for tests and metrics). */
+  /** Tasks view() holds parsed (for tests). */
   get cachedViews(): number {
     return this.#views.size;
   }
