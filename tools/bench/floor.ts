@@ -8,14 +8,15 @@
 //                        "\n\n", only `session.idle` frames parsed). POST / reads the JSON-RPC body, takes a session
 //                        for the message's contextId (POST /session once), POSTs prompt_async, waits for the
 //                        session's idle and answers a minimal completed task.
-//   --get <count>        GetTask floor. Holds <count> tasks (tools/bench/sdk-server.ts benchTask, in the A2A 1.0
-//                        JSON shape) in a Map; POST / JSON-parses the body, looks the id up and answers
+//   --get <count>        GetTask floor. Holds <count> tasks (tools/bench/sdk-server.ts gatewayTask, encoded once by
+//                        the gateway's 1.0 codec) in a Map; POST / JSON-parses the body, looks the id up and answers
 //                        {"jsonrpc","id","result": task} through JSON.stringify.
 //
 // Prints "floor listening on http://127.0.0.1:<port>" when ready. Only 127.0.0.1.
 import http from "node:http";
 import { onSseFrames } from "./listening.js";
-import { benchTask, benchTaskId } from "./sdk-server.js";
+import { v1_0 } from "../../src/protocol/codec/index.js";
+import { benchTaskId, gatewayTask } from "./sdk-server.js";
 
 const mode = process.argv[2];
 const arg = process.argv[3];
@@ -102,20 +103,10 @@ async function proxy(upstreamUrl: string): Promise<http.RequestListener> {
 }
 
 function getTask(count: number): http.RequestListener {
+  // The gateway's own 1.0 encoding of the bench tasks, done once here: the answers have the gateway's bytes.
   const timestamp = new Date().toISOString();
   const tasks = new Map<string, unknown>();
-  for (let i = 0; i < count; i++) {
-    const t = benchTask(i, timestamp);
-    const message = (m: { messageId: string; text: string }, role: string) => ({ messageId: m.messageId, contextId: t.contextId, taskId: t.id, role, parts: [{ text: m.text }] });
-    tasks.set(benchTaskId(i), {
-      id: t.id,
-      contextId: t.contextId,
-      status: { state: "TASK_STATE_COMPLETED", timestamp: t.timestamp },
-      artifacts: [{ artifactId: t.artifact.artifactId, name: t.artifact.name, parts: [{ text: t.agent.text }], metadata: t.artifact.metadata }],
-      history: [message(t.user, "ROLE_USER"), message(t.agent, "ROLE_AGENT")],
-      metadata: t.metadata,
-    });
-  }
+  for (let i = 0; i < count; i++) tasks.set(benchTaskId(i), v1_0.task(gatewayTask(i, timestamp)));
   return (req, res) => {
     readBody(req).then(
       (text) => {

@@ -21,6 +21,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AgentCard, Part, Role as RoleEnum, Task } from "@a2a-js/sdk";
 import type { AgentExecutor, TaskStore } from "@a2a-js/sdk/server";
+import type { Task as ModelTask } from "../../src/protocol/model.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 /** The SDK's migration CLI (`a2a-db`, the package's bin). */
@@ -69,6 +70,26 @@ export function benchTask(i: number, timestamp: string) {
         usage: { input_tokens: 10, output_tokens: 12, total_tokens: 22, reasoning_tokens: 0, cache_tokens: { read_tokens: 0, write_tokens: 0 }, cost: 0 },
       },
     } as Record<string, unknown>,
+  };
+}
+
+/** The gateway's internal model of bench task i (what the runtime stores after a completed turn). */
+export function gatewayTask(i: number, timestamp: string): ModelTask {
+  const t = benchTask(i, timestamp);
+  const message = (m: { messageId: string; text: string }, role: "user" | "agent") => ({
+    messageId: m.messageId,
+    role,
+    parts: [{ kind: "text" as const, text: m.text }],
+    taskId: t.id,
+    contextId: t.contextId,
+  });
+  return {
+    id: t.id,
+    contextId: t.contextId,
+    status: { state: "completed", timestamp: t.timestamp },
+    history: [message(t.user, "user"), message(t.agent, "agent")],
+    artifacts: [{ artifactId: t.artifact.artifactId, name: t.artifact.name, parts: [{ kind: "text", text: t.agent.text }], metadata: t.artifact.metadata }],
+    metadata: t.metadata,
   };
 }
 

@@ -37,11 +37,10 @@ import os from "node:os";
 import path from "node:path";
 import { CredentialRegistry } from "../../src/auth/credentials.js";
 import { catalog } from "../../src/contract/catalog.js";
-import type { Task } from "../../src/protocol/model.js";
 import { openDatabase, parseStoreUrl, SqliteTaskStore } from "../../src/storage/index.js";
 import { ensureBuilt } from "../../test/support/build.js";
 import { onSseFrames, spawnListening, stopProcess } from "./listening.js";
-import { benchTask, benchTaskId } from "./sdk-server.js";
+import { benchTaskId, gatewayTask } from "./sdk-server.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const num = (name: string, def: number): number => {
@@ -503,26 +502,6 @@ async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stu
 
 // ---------------------------------------------------------------------------------------------------------------
 // Part 2: GetTask with 10,000 stored tasks
-
-/** The gateway's internal model of bench task i (what the runtime stores after a completed turn). */
-function gatewayTask(i: number, timestamp: string): Task {
-  const t = benchTask(i, timestamp);
-  const message = (m: { messageId: string; text: string }, role: "user" | "agent") => ({
-    messageId: m.messageId,
-    role,
-    parts: [{ kind: "text" as const, text: m.text }],
-    taskId: t.id,
-    contextId: t.contextId,
-  });
-  return {
-    id: t.id,
-    contextId: t.contextId,
-    status: { state: "completed", timestamp: t.timestamp },
-    history: [message(t.user, "user"), message(t.agent, "agent")],
-    artifacts: [{ artifactId: t.artifact.artifactId, name: t.artifact.name, parts: [{ kind: "text", text: t.agent.text }], metadata: t.artifact.metadata }],
-    metadata: t.metadata,
-  };
-}
 
 /** Fills a fresh gateway SQLite file with TASKS tasks through src/storage, owned by the bench token's principal. */
 function fillGatewayStore(file: string): { owner: string; ms: number } {
