@@ -81,13 +81,15 @@ export interface TurnContext {
   acceptedOutputModes: string[];
   /** First `sequence` number of this turn (default 1). */
   startSequence?: number;
+  /** Largest file OpenCode emits (file parts, tool attachments) carried inline as bytes; larger ones by reference. */
+  fileMaxBytes?: number;
   /** Clock for status timestamps (tests). */
   now?: () => string;
   /** Bounds of the out-of-order buffers. */
   limits?: { heldEvents?: number; earlyDeltaParts?: number };
 }
 
-export type BlockType = "text" | "reasoning" | "tool_call";
+export type BlockType = "text" | "reasoning" | "tool_call" | "file" | "changes";
 export type TurnOutcome = "completed" | "failed" | "canceled" | "auth-required";
 
 export interface TerminalOutput {
@@ -96,7 +98,17 @@ export interface TerminalOutput {
   error?: UpstreamError;
 }
 
-export type MapperOutput = ArtifactUpdateEvent | StatusUpdateEvent | TerminalOutput;
+/**
+ * The session went idle while follow-ups of this turn are still unanswered (`ordinals`: their acceptFollowUp()
+ * numbers, 0-based). OpenCode may start a loop for them by itself (a prompt that arrived just as its loop ended), so the
+ * runtime waits briefly and prompts again only what is still unanswered then (stalledFollowUps()).
+ */
+export interface StalledOutput {
+  kind: "stalled";
+  ordinals: number[];
+}
+
+export type MapperOutput = ArtifactUpdateEvent | StatusUpdateEvent | TerminalOutput | StalledOutput;
 
 export interface TurnResult {
   /** The turn's text (text lanes of its assistant messages; never reasoning); the placeholder when a completed turn has none. */
@@ -111,6 +123,8 @@ export interface TurnResult {
   finalTextChunk?: ArtifactUpdateEvent;
   /** Interrupt requests asked in this turn and not resolved. */
   pendingInterrupts: { requestId: string; type: InterruptType }[];
+  /** OpenCode user messages of this turn (the first prompt's, when seen, then each follow-up's), oldest first. */
+  userMessageIds: string[];
   /** Upstream events dropped by the out-of-order buffer bounds (diagnostics). */
   dropped: number;
 }
@@ -185,11 +199,19 @@ export class StreamMapper {
   #seq: number;
 
   #started = false;
+  /** OpenCode said busy since the last idle. */
+  #busy = false;
   #terminal: TerminalOutput | undefined;
   #error: UpstreamError | undefined;
   #result: TurnResult | undefined;
-  /** Parent (user message) of the turn's assistant messages. */
+  /** Parent (user message) of the turn's first assistant messages. */
   #parentId: string | undefined;
+  /** The newest user message id seen before the turn started (OpenCode's ids ascend): follow-ups are newer. */
+  #userFloor: string | undefined;
+  /** Follow-up prompts sent into this turn, by acceptFollowUp() ordinal: their user message once seen, answered or not. */
+  readonly #followUps: { id?: string; answered: boolean }[] = [];
+  /** User message id → follow-up ordinal. */
+  readonly #followUpIds = new Map<string, number>();
   /** Message id → whether its parts belong to this turn. */
   readonly #messages = new Map<string, boolean>();
   /** Events of messages whose role is not known yet, in arrival order. */
@@ -202,6 +224,8 @@ export class StreamMapper {
   readonly #text: Lane;
   readonly #reasoning: Lane;
   readonly #tools = new Map<string, ToolCallState>();
+  /** File artifacts (OpenCode file parts and tool attachments), by artifact id: the latest snapshot of each. */
+  readonly #files = new Map<string, { artifact: Artifact; key: string }>();
   readonly #progress = new Map<string, string>();
   readonly #usage = new Map<string, MessageUsage>();
   /** Interrupts asked in this turn: request id → type and whether still pending. */
@@ -241,6 +265,46 @@ export class StreamMapper {
     return this.#terminal;
   }
 
+  /** OpenCode user messages of this turn so far (see TurnResult.userMessageIds). */
+  get userMessageIds(): string[] {
+    return this.#turnUserIds();
+  }
+
+  /**
+   * A follow-up prompt is about to be sent into this turn's session: the next new user message there is its own,
+   * assistant messages answering it belong to the turn, and the turn does not end before it is answered. Returns its
+   * ordinal, or undefined when the turn is already over (the caller must not send it into this turn).
+   */
+  acceptFollowUp(): number | undefined {
+    if (this.#terminal !== undefined || this.#result !== undefined) return undefined;
+    this.#followUps.push({ answered: false });
+    return this.#followUps.length - 1;
+  }
+
+  /** The follow-up `ordinal` could not be sent (its prompt failed): the turn no longer waits for it. */
+  withdrawFollowUp(ordinal: number): void {
+    const f = this.#followUps[ordinal];
+    if (f === undefined) return;
+    f.answered = true;
+    if (f.id !== undefined) this.#followUpIds.delete(f.id);
+  }
+
+  /**
+   * Follow-ups whose user message OpenCode stored but left unanswered when the session went idle; each is forgotten
+   * (the caller prompts it again, and the new user message takes its place).
+   */
+  stalledFollowUps(): number[] {
+    if (this.#terminal !== undefined || this.#result !== undefined || this.#busy) return [];
+    const stalled: number[] = [];
+    this.#followUps.forEach((f, ordinal) => {
+      if (f.answered || f.id === undefined) return;
+      this.#followUpIds.delete(f.id);
+      delete f.id;
+      stalled.push(ordinal);
+    });
+    return stalled;
+  }
+
   /** The upstream event types push() reads; the runtime subscribes to these only. */
   static readonly EVENT_TYPES: ReadonlySet<string> = new Set([
     "message.updated",
@@ -274,8 +338,10 @@ export class StreamMapper {
       }
       case "session.status": {
         const status = isObject(p.status) ? p.status : {};
-        if (status.type === "busy") this.#started = true;
-        else if (status.type === "idle") this.#onIdle(out);
+        if (status.type === "busy") {
+          this.#started = true;
+          this.#busy = true;
+        } else if (status.type === "idle") this.#onIdle(out);
         else if (status.type === "retry" && this.#started) {
           const attempt = typeof status.attempt === "number" ? status.attempt : 0;
           const reason = str(status.message);
@@ -347,6 +413,7 @@ export class StreamMapper {
     for (const tool of this.#tools.values()) {
       artifacts.push({ artifactId: tool.artifactId, name: tool.name, parts: [this.#toolPart(tool)], ...(tool.meta === undefined ? {} : { metadata: { shared: { stream: tool.meta } } }) });
     }
+    for (const file of this.#files.values()) artifacts.push(file.artifact);
     const usage = this.#turnUsage();
     this.#result = {
       finalText,
@@ -356,6 +423,7 @@ export class StreamMapper {
       ...(this.#error === undefined ? {} : { error: this.#error }),
       ...(finalTextChunk === undefined ? {} : { finalTextChunk }),
       pendingInterrupts: this.#pendingInterrupts(),
+      userMessageIds: this.#turnUserIds(),
       dropped: this.#dropped,
     };
     return this.#result;
@@ -387,12 +455,29 @@ export class StreamMapper {
   /** Whether a message's parts belong to this turn (decided once per message id). */
   #classify(info: Record<string, unknown>): boolean {
     const userMessageId = this.#ctx.userMessageId;
+    const id = str(info.id);
     if (info.role === "user") {
-      if (userMessageId !== undefined && info.id === userMessageId) this.#started = true;
+      if (userMessageId !== undefined && id === userMessageId) this.#started = true;
+      else if (id !== undefined && !this.#started) {
+        if (this.#userFloor === undefined || id > this.#userFloor) this.#userFloor = id;
+      } else if (id !== undefined && (this.#userFloor === undefined || id > this.#userFloor)) {
+        // A new user message while the turn runs: the oldest follow-up still waiting for its own takes it.
+        const ordinal = this.#followUps.findIndex((f) => f.id === undefined && !f.answered);
+        if (ordinal >= 0) {
+          (this.#followUps[ordinal] as { id?: string }).id = id;
+          this.#followUpIds.set(id, ordinal);
+        }
+      }
       return false;
     }
     if (info.role !== "assistant" || info.summary === true) return false;
     const parent = str(info.parentID);
+    const followUp = parent === undefined ? undefined : this.#followUpIds.get(parent);
+    if (followUp !== undefined) {
+      (this.#followUps[followUp] as { answered: boolean }).answered = true;
+      this.#started = true;
+      return true;
+    }
     if (userMessageId !== undefined) {
       if (parent !== userMessageId) return false;
       this.#started = true;
@@ -401,6 +486,13 @@ export class StreamMapper {
     if (!this.#started) return false;
     this.#parentId ??= parent;
     return parent === this.#parentId;
+  }
+
+  #turnUserIds(): string[] {
+    const first = this.#ctx.userMessageId ?? this.#parentId ?? (this.#started ? this.#userFloor : undefined);
+    const ids = first === undefined ? [] : [first];
+    for (const f of this.#followUps) if (f.id !== undefined && !ids.includes(f.id)) ids.push(f.id);
+    return ids;
   }
 
   #route(messageId: string, event: OpencodeEvent, out: MapperOutput[]): void {
@@ -448,6 +540,10 @@ export class StreamMapper {
         break;
       case "tool":
         this.#onTool(part, out);
+        for (const attachment of toolAttachments(part)) this.#onFile(attachment, out);
+        break;
+      case "file":
+        this.#onFile(part, out);
         break;
       case "step-start":
       case "step-finish":
@@ -559,6 +655,28 @@ export class StreamMapper {
     out.push(update);
   }
 
+  /** An OpenCode file (assistant file part or tool attachment) → a file artifact `<taskId>:file:<partId>`. */
+  #onFile(file: OcFile, out: MapperOutput[]): void {
+    const part = openCodeFilePart(file, this.#ctx.fileMaxBytes ?? DEFAULT_FILE_MAX_BYTES);
+    const artifactId = `${this.#ctx.taskId}:file:${file.id}`;
+    const key = stableJson(part);
+    if (this.#files.get(artifactId)?.key === key) return;
+    const update = this.#artifactUpdate(artifactId, file.filename ?? "file", [part], false, "file", "opencode_file", file);
+    this.#files.set(artifactId, { artifact: update.artifact, key });
+    out.push(update);
+  }
+
+  /**
+   * An artifact the runtime adds to the turn (the `changes` diff, changed files): one whole chunk (`append: false,
+   * lastChunk: true`) in this turn's sequence. Only before finish().
+   */
+  artifactEvent(artifactId: string, name: string, parts: Part[], block: BlockType, source: string, metadata: Metadata): ArtifactUpdateEvent {
+    const update = this.#artifactUpdate(artifactId, name, parts, false, block, source, undefined);
+    update.artifact.metadata = { ...metadata, ...update.artifact.metadata };
+    update.lastChunk = true;
+    return update;
+  }
+
   #toolPart(tool: ToolCallState): Part {
     return this.#json ? { kind: "data", data: tool.data } : { kind: "text", text: tool.key };
   }
@@ -622,8 +740,15 @@ export class StreamMapper {
   }
 
   #onIdle(out: MapperOutput[]): void {
+    this.#busy = false;
     if (!this.#started || this.#terminal !== undefined) return;
     const error = this.#error;
+    if (error === undefined && this.#followUps.some((f) => !f.answered)) {
+      // Not over: a follow-up is not in OpenCode yet, or OpenCode stored it but has not answered it.
+      const ordinals = this.#followUps.flatMap((f, i) => (!f.answered && f.id !== undefined ? [i] : []));
+      if (ordinals.length > 0) out.push({ kind: "stalled", ordinals });
+      return;
+    }
     this.#terminal = { kind: "terminal", state: error === undefined ? "completed" : error.taskState, ...(error === undefined ? {} : { error }) };
     out.push(this.#terminal);
   }
@@ -703,6 +828,50 @@ export class StreamMapper {
 }
 
 // -- helpers ----------------------------------------------------------------------------------------------------
+
+/** Default of A2A_ARTIFACT_FILE_MAX_BYTES. */
+export const DEFAULT_FILE_MAX_BYTES = 1024 * 1024;
+
+/** The fields of an OpenCode file part (FilePart) the mapper reads. */
+export interface OcFile {
+  id: string;
+  messageID?: string;
+  mime?: string;
+  filename?: string;
+  url?: string;
+  source?: unknown;
+}
+
+function toolAttachments(part: Extract<OcPart, { type: "tool" }>): OcFile[] {
+  const state: Record<string, unknown> = isObject(part.state) ? part.state : {};
+  if (!Array.isArray(state.attachments)) return [];
+  return state.attachments.filter((a): a is OcFile => isObject(a) && typeof a.id === "string");
+}
+
+const DATA_URL = /^data:([^;,]*)((?:;[^;,]*)*?)(;base64)?,(.*)$/s;
+
+/**
+ * An OpenCode file as an A2A file part: a `data:` URL up to `maxBytes` becomes inline bytes (base64); a larger one,
+ * or any other URL, is carried by reference (`uri`: the OpenCode URL, or `file://` of its source path for an
+ * oversize data URL) with `metadata.opencode {size, omitted: "size"}` saying why the bytes are not inline.
+ */
+export function openCodeFilePart(file: OcFile, maxBytes: number): Part {
+  const mimeType = str(file.mime);
+  const name = str(file.filename);
+  const base = { ...(mimeType === undefined ? {} : { mimeType }), ...(name === undefined ? {} : { name }) };
+  const url = str(file.url) ?? "";
+  const data = DATA_URL.exec(url);
+  if (data === null) return { kind: "file", file: { ...base, uri: url === "" ? `opencode:part/${file.id}` : url } };
+  const payload = data[4] ?? "";
+  const bytes = data[3] !== undefined ? Buffer.from(payload, "base64") : Buffer.from(decodeURIComponent(payload), "utf8");
+  if (bytes.length <= maxBytes) return { kind: "file", file: { ...base, bytes: bytes.toString("base64") } };
+  const source = isObject(file.source) ? str(file.source.path) : undefined;
+  return {
+    kind: "file",
+    file: { ...base, uri: source === undefined ? `opencode:part/${file.id}` : `file://${source.startsWith("/") ? "" : "/"}${source}` },
+    metadata: { opencode: { size: bytes.length, omitted: "size", max_bytes: maxBytes } },
+  };
+}
 
 const visible = (p: TextPartState): string => (p.echo ? "" : p.text);
 

@@ -220,6 +220,8 @@ export const variables = {
   pendingClaimTtl: seconds("A2A_PENDING_SESSION_CLAIM_TTL_SECONDS", 30, 1, 86_400, "How long an explicit `metadata.shared.session.id` is reserved for its caller before its first turn succeeds."),
   cancelAbortTimeout: seconds("A2A_CANCEL_ABORT_TIMEOUT_SECONDS", 2, 0.1, 300, "Cancel answers at once; the upstream abort is given this long."),
   turnReconnectGrace: seconds("A2A_TURN_RECONNECT_GRACE_SECONDS", 30, 1, 3_600, "A running task whose upstream event stream is lost fails if it is not back within this time."),
+  artifactChanges: bool("A2A_ARTIFACT_CHANGES", true, "At the end of a turn that changed files, add the `changes` artifact: OpenCode's diff of the turn, one `text/x-diff` part per file with its path, status and line counts."),
+  artifactFileMaxBytes: int("A2A_ARTIFACT_FILE_MAX_BYTES", 1_048_576, 0, 1_073_741_824, "Files in artifacts (OpenCode file parts and tool attachments, changed files asked for with `metadata.opencode.include_file_contents`) up to this size are sent inline as bytes; larger ones as a `uri` reference with their size."),
   pushEnabled: bool("A2A_PUSH_NOTIFICATIONS_ENABLED", true, "Deliver push notifications (webhooks) and accept `tasks/pushNotificationConfig/*`; `false` declares `pushNotifications: false` and those methods answer PUSH_NOTIFICATION_NOT_SUPPORTED."),
   pushAllowPrivateNetworks: bool("A2A_PUSH_ALLOW_PRIVATE_NETWORKS", false, "Allow webhook URLs that resolve to loopback, private, link-local (cloud metadata) or other reserved addresses. Off: such notifications are refused (SSRF guard)."),
   pushTimeout: seconds("A2A_PUSH_TIMEOUT_SECONDS", 10, 0.1, 300, "Time allowed for one webhook POST."),

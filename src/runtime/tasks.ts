@@ -5,6 +5,8 @@
 // artifacts, no token fragments) and fans its events out, in one order, to every attached stream. The store
 // receives snapshots at state changes and at the end; the first terminal state wins (in SQL).
 import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import type { Logger } from "pino";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import { A2AError } from "../contract/errors.js";
@@ -22,6 +24,7 @@ import {
   type ListParams,
   type Message,
   type Metadata,
+  type Part,
   type SendParams,
   type StatusUpdateEvent,
   type Task,
@@ -49,6 +52,8 @@ export interface RuntimeOptions {
   turnTimeoutMs: number;
   /** How long a turn waits for the upstream event stream to come back before it fails. */
   reconnectGraceMs: number;
+  /** What a turn adds to its task at the end: the `changes` diff artifact, and how large an inline file may be. */
+  artifacts?: TurnArtifactOptions;
   /** The interrupt registry; settable after construction (it needs the runtime itself). */
   interrupts?: InterruptHooks;
   /** Push notifications (src/push): told of every state change; settable after construction. */
@@ -66,6 +71,32 @@ export interface TransitionHooks {
 }
 
 const TEXT_PLAIN = "text/plain";
+
+export interface TurnArtifactOptions {
+  /** A2A_ARTIFACT_CHANGES: emit the turn's diff as the `changes` artifact. */
+  changes: boolean;
+  /** A2A_ARTIFACT_FILE_MAX_BYTES: files up to this size are inline bytes, larger ones a reference. */
+  fileMaxBytes: number;
+}
+
+/** How long after an idle a follow-up OpenCode left unanswered waits for OpenCode's own next loop before it is sent again. */
+const FOLLOW_UP_STALL_MS = 1_500;
+
+/** The prompt a follow-up sends into the running turn (parts, and the turn's model). */
+interface PromptBody {
+  parts: ReturnType<typeof toPromptParts>;
+  model?: { providerID: string; modelID: string };
+}
+
+/** The upstream turn a live task runs right now. */
+interface ActiveTurn {
+  mapper: StreamMapper;
+  sessionId: string;
+  routing: Routing;
+  /** Follow-up prompts sent into the turn, by the mapper's follow-up ordinal (sent again if OpenCode stalls them). */
+  followUps: PromptBody[];
+  stallTimer?: NodeJS.Timeout;
+}
 
 /** The failure of a turn as `metadata.opencode.error` (spec: OpenCodeErrorMetadata). */
 function errorMetadata(error: UpstreamError | A2AError): Metadata {
@@ -126,6 +157,14 @@ class LiveTask {
   readonly #waiters = new Set<() => void>();
   sessionId: string | undefined;
   persistTimer: NodeJS.Timeout | undefined;
+  /** The client takes `text/x-diff` files (else the `changes` diff comes as text parts). */
+  diffAsFile = true;
+  /** The message asked for the changed files' contents (`metadata.opencode.include_file_contents`). */
+  includeFileContents = false;
+  /** The upstream turn in progress (set once its first prompt was sent). */
+  turn: ActiveTurn | undefined;
+  /** Follow-ups waiting for the turn to start upstream (they are sent into it then). */
+  readonly #turnWaiters = new Set<(turn: ActiveTurn | undefined) => void>();
 
   constructor(
     public task: Task,
@@ -143,9 +182,26 @@ class LiveTask {
   }
 
   wake(): void {
+    if (isTerminal(this.state)) this.turnChanged();
     if (!(isTerminal(this.state) || INTERRUPTED_STATES.has(this.state))) return;
     for (const resolve of this.#waiters) resolve();
     this.#waiters.clear();
+  }
+
+  /** The running upstream turn once OpenCode has started it; undefined when the task ends first. */
+  turnStarted(): Promise<ActiveTurn | undefined> {
+    if (isTerminal(this.state)) return Promise.resolve(undefined);
+    if (this.turn?.mapper.started === true) return Promise.resolve(this.turn);
+    return new Promise((resolve) => this.#turnWaiters.add(resolve));
+  }
+
+  /** Wakes turnStarted() waiters when the turn started upstream or the task ended. */
+  turnChanged(): void {
+    if (this.#turnWaiters.size === 0) return;
+    const ended = isTerminal(this.state);
+    if (!ended && this.turn?.mapper.started !== true) return;
+    for (const resolve of this.#turnWaiters) resolve(ended ? undefined : this.turn);
+    this.#turnWaiters.clear();
   }
 }
 
@@ -252,7 +308,7 @@ export class TaskRuntime {
       });
     }
     const acceptedOutputModes = modes !== undefined && modes.length > 0 ? modes : [TEXT_PLAIN, "application/json"];
-    const parts = toPromptParts(message); // refuses data parts before anything is created
+    const parts = toPromptParts(message); // refuses what OpenCode cannot take before anything is created
     const metadata = { ...(params.metadata ?? {}), ...(message.metadata ?? {}) };
     const routing = resolveRouting(metadata, this.opts.routing);
 
@@ -282,8 +338,13 @@ export class TaskRuntime {
         this.#resume(existing);
         return Object.assign(existing, { queue: attach?.(existing) as T });
       }
+      if (existing !== undefined && existing.owner === principal.id) {
+        // A follow-up while the task works: taken into the running OpenCode turn (same session), as a correction.
+        await this.#followUp(existing, message, parts, metadata, configure);
+        return Object.assign(existing, { queue: attach?.(existing) as T });
+      }
       if (existing !== undefined) {
-        throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} is still ${previous.task.status.state}; wait for it or cancel it`, {
+        throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} belongs to another principal; only its owner can continue it`, {
           task_id: message.taskId,
           state: previous.task.status.state,
         });
@@ -313,6 +374,8 @@ export class TaskRuntime {
       },
     };
     const live = new LiveTask(task, principal.id, routing);
+    live.diffAsFile = modes === undefined || modes.length === 0 || acceptsMime(modes, DIFF_MIME);
+    live.includeFileContents = wantsFileContents(metadata);
     this.opts.store.create(task, principal.id, { acceptedOutputModes, ...("directory" in routing ? { directory: routing.directory } : {}) });
     this.#live.set(taskId, live);
     if (configure !== undefined) {
@@ -322,7 +385,7 @@ export class TaskRuntime {
         // The config could not be stored (the store failed): the task is not started and the request fails.
         this.#live.delete(taskId);
         try {
-          this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+          this.#fail(live, asTaskError(error));
         } catch {
           // The store is down: the task stays as created, and a restart fails it.
         }
@@ -332,9 +395,77 @@ export class TaskRuntime {
     const queue = attach?.(live) as T;
     void this.#run(live, principal, params, parts, routing, acceptedOutputModes, preResolved).catch((error: unknown) => {
       this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");
-      this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+      this.#fail(live, asTaskError(error));
     });
     return Object.assign(live, { queue });
+  }
+
+  /**
+   * Sends a follow-up message into the task's running turn: OpenCode takes input while busy and answers it in the
+   * same loop, so the task goes on (same session, one history) and ends when OpenCode has answered everything.
+   * Waits until the turn has started upstream; refused when the turn ends first.
+   */
+  async #followUp(
+    live: LiveTask,
+    message: Message,
+    parts: ReturnType<typeof toPromptParts>,
+    metadata: Metadata,
+    configure: ((task: Task) => void) | undefined,
+  ): Promise<void> {
+    const turn = await live.turnStarted();
+    const ended = (): A2AError =>
+      new A2AError("UNSUPPORTED_OPERATION", `Task ${live.task.id} ended before the follow-up could join its turn (${live.state}); start a new task in the same context`, {
+        task_id: live.task.id,
+        state: live.state,
+      });
+    if (turn === undefined || isTerminal(live.state)) throw ended();
+    const ordinal = turn.mapper.acceptFollowUp();
+    if (ordinal === undefined) throw ended();
+    const model = modelOf(metadata);
+    const body: PromptBody = { parts, ...(model === undefined ? {} : { model }) };
+    turn.followUps[ordinal] = body;
+    try {
+      await this.#prompt(turn.sessionId, turn.routing, body, live.abort.signal);
+    } catch (error) {
+      turn.mapper.withdrawFollowUp(ordinal);
+      throw error;
+    }
+    configure?.(live.task);
+    const followUp: Message = { ...message, taskId: live.task.id, contextId: live.task.contextId, role: "user" };
+    live.task.history = [...(live.task.history ?? []), followUp];
+    this.opts.metrics.followUps.inc();
+    this.#persistSoon(live);
+  }
+
+  #prompt(sessionId: string, routing: Routing, body: PromptBody, signal: AbortSignal): Promise<unknown> {
+    return this.opts.upstream.call(
+      "sessionPromptAsync",
+      (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: sessionId }, body }),
+      { ...routing, sessionId, signal },
+    );
+  }
+
+  /** After an idle that left follow-ups unanswered: what OpenCode still has not started on is prompted again. */
+  #stalled(live: LiveTask, turn: ActiveTurn): void {
+    if (turn.stallTimer !== undefined) return;
+    turn.stallTimer = setTimeout(() => {
+      turn.stallTimer = undefined;
+      if (isTerminal(live.state)) return;
+      const ordinals = turn.mapper.stalledFollowUps();
+      void (async () => {
+        // Each stalled follow-up waits for the next new user message again: its own, prompted once more.
+        for (const ordinal of ordinals) {
+          const body = turn.followUps[ordinal];
+          if (body === undefined || isTerminal(live.state)) continue;
+          this.opts.log.warn({ taskId: live.task.id, sessionId: turn.sessionId }, "OpenCode went idle without answering a follow-up; sending it again");
+          await this.#prompt(turn.sessionId, turn.routing, body, live.abort.signal);
+        }
+      })().catch((error: unknown) => {
+        this.#fail(live, asTaskError(error));
+        live.abort.abort();
+      });
+    }, FOLLOW_UP_STALL_MS);
+    turn.stallTimer.unref();
   }
 
   async #run(
@@ -352,7 +483,7 @@ export class TaskRuntime {
     try {
       resolved = preResolved ?? (await this.opts.sessions.resolve(principal, live.task.contextId, metadata, routing, sessionTitle(message)));
     } catch (error) {
-      this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+      this.#fail(live, asTaskError(error));
       return;
     }
     const model = modelOf(metadata);
@@ -373,7 +504,7 @@ export class TaskRuntime {
       try {
         resolved = await this.opts.sessions.resolve(principal, live.task.contextId, metadata, routing, sessionTitle(message));
       } catch (error) {
-        this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+        this.#fail(live, asTaskError(error));
         return;
       }
       outcome = await run(resolved, false);
@@ -392,7 +523,7 @@ export class TaskRuntime {
     live: LiveTask,
     sessionId: string,
     routing: Routing,
-    body: { parts: ReturnType<typeof toPromptParts>; model?: { providerID: string; modelID: string } },
+    body: PromptBody,
     acceptedOutputModes: string[],
     text: string,
     mayVanish: boolean,
@@ -409,17 +540,16 @@ export class TaskRuntime {
         sessionId,
         userText: text,
         acceptedOutputModes,
+        ...(this.opts.artifacts === undefined ? {} : { fileMaxBytes: this.opts.artifacts.fileMaxBytes }),
       });
       try {
-        await this.opts.upstream.call(
-          "sessionPromptAsync",
-          (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: sessionId }, body }),
-          { ...routing, sessionId, signal: live.abort.signal },
-        );
+        await this.#prompt(sessionId, routing, body, live.abort.signal);
       } catch (error) {
         if (mayVanish && error instanceof UpstreamError && error.kind === "http" && error.status === 404) return "vanished";
         throw error;
       }
+      const turn: ActiveTurn = { mapper, sessionId, routing, followUps: [] };
+      live.turn = turn;
       const stop = (reason: UpstreamError | A2AError): void => {
         if (!isTerminal(live.state)) this.#fail(live, reason);
         sub?.close();
@@ -453,15 +583,18 @@ export class TaskRuntime {
         let terminal = false;
         for (const out of outputs) {
           if (out.kind === "terminal") terminal = true;
+          else if (out.kind === "stalled") this.#stalled(live, turn);
           else this.#apply(live, out);
         }
+        live.turnChanged();
         if (terminal) break;
       }
+      if (turn.stallTimer !== undefined) clearTimeout(turn.stallTimer);
       if (isTerminal(live.state) || this.#stopped) return "failed";
-      return this.#complete(live, mapper) ? "completed" : "failed";
+      return (await this.#complete(live, mapper, routing)) ? "completed" : "failed";
     } catch (error) {
       if (!isTerminal(live.state)) {
-        this.#fail(live, error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", String(error)));
+        this.#fail(live, asTaskError(error));
       }
       return "failed";
     } finally {
@@ -492,7 +625,7 @@ export class TaskRuntime {
   }
 
   #applyAll(live: LiveTask, outputs: ReturnType<StreamMapper["push"]>): void {
-    for (const out of outputs) if (out.kind !== "terminal") this.#apply(live, out);
+    for (const out of outputs) if (out.kind !== "terminal" && out.kind !== "stalled") this.#apply(live, out);
   }
 
   #apply(live: LiveTask, event: ArtifactUpdateEvent | StatusUpdateEvent): void {
@@ -617,7 +750,10 @@ export class TaskRuntime {
     live.persistTimer.unref();
   }
 
-  #complete(live: LiveTask, mapper: StreamMapper): boolean {
+  async #complete(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<boolean> {
+    // What the turn changed, read from OpenCode before the mapper is finished (its events continue the sequence).
+    const extras = mapper.terminal === undefined ? [] : await this.#turnArtifacts(live, mapper, routing);
+    if (isTerminal(live.state) || this.#stopped) return false; // canceled (or stopped) while OpenCode was asked
     const result = mapper.finish();
     if (!isTerminal(result.state)) {
       // The event stream ended without the turn's end (hub stopped): never report a running task as finished.
@@ -626,6 +762,7 @@ export class TaskRuntime {
     }
     if (result.finalTextChunk !== undefined) this.#apply(live, result.finalTextChunk);
     live.task.artifacts = result.artifacts;
+    for (const update of extras) this.#apply(live, update);
     const usage = result.usage === undefined ? {} : { usage: result.usage };
     live.task.metadata = mergeShared(live.task.metadata, usage);
     if (result.error !== undefined && result.state !== "completed") {
@@ -642,6 +779,66 @@ export class TaskRuntime {
     live.task.history = [...(live.task.history ?? []), reply];
     this.#finish(live, result.state, undefined, usage);
     return result.state === "completed";
+  }
+
+  /**
+   * The turn's `changes` artifact (OpenCode's diff of each of the turn's user messages: one `text/x-diff` file part
+   * per changed file) and, when the message asked for them (`metadata.opencode.include_file_contents`), one file
+   * artifact per added or modified file. A failing read is logged and noted on the task, never fails the turn.
+   */
+  async #turnArtifacts(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<ArtifactUpdateEvent[]> {
+    const options = this.opts.artifacts;
+    const sessionId = live.turn?.sessionId;
+    if (options === undefined || !options.changes || sessionId === undefined) return [];
+    const out: ArtifactUpdateEvent[] = [];
+    try {
+      const diffs: FileChange[] = [];
+      for (const messageID of mapper.userMessageIds) {
+        const listed = await this.opts.upstream.call(
+          "sessionDiff",
+          (c) => sdk.sessionDiff({ ...c, path: { sessionID: sessionId }, query: { ...c.query, messageID } }),
+          { ...routing, sessionId, signal: live.abort.signal },
+        );
+        if (Array.isArray(listed)) for (const d of listed) if (isObject(d) && typeof d.file === "string") diffs.push(d as FileChange);
+      }
+      if (diffs.length === 0) return out;
+      out.push(mapper.artifactEvent(`${live.task.id}:changes`, "changes", changesParts(diffs, live.diffAsFile), "changes", "opencode_diff", changesSummary(diffs)));
+      this.opts.metrics.turnArtifacts.inc({ kind: "changes" });
+      if (live.includeFileContents) {
+        for (const file of changedFiles(diffs)) {
+          const part = await this.#fileContent(live, sessionId, routing, file, options.fileMaxBytes);
+          out.push(mapper.artifactEvent(`${live.task.id}:file:${file}`, file, [part], "file", "opencode_file", { opencode: { file: { path: file } } }));
+          this.opts.metrics.turnArtifacts.inc({ kind: "file" });
+        }
+      }
+    } catch (error) {
+      if (isTerminal(live.state)) return [];
+      const message = error instanceof Error ? error.message : String(error);
+      this.opts.log.warn({ err: message, taskId: live.task.id, sessionId }, "could not read the turn's changes from OpenCode");
+      live.task.metadata = mergeOpencode(live.task.metadata, { changes_error: { message } });
+    }
+    return out;
+  }
+
+  /** One changed file's content from OpenCode: inline bytes up to `maxBytes`, else a `file://` reference. */
+  async #fileContent(live: LiveTask, sessionId: string, routing: Routing, file: string, maxBytes: number): Promise<Part> {
+    const read = await this.opts.upstream.call(
+      "fileRead",
+      (c) => sdk.fileRead({ ...c, query: { ...c.query, path: file } }),
+      { ...routing, sessionId, signal: live.abort.signal },
+    );
+    const content = isObject(read) && typeof read.content === "string" ? read.content : "";
+    const binary = isObject(read) && read.type === "binary";
+    const bytes = binary ? Buffer.from(content, "base64") : Buffer.from(content, "utf8");
+    const mimeType = isObject(read) && typeof read.mimeType === "string" ? read.mimeType : binary ? "application/octet-stream" : "text/plain";
+    const name = file.split("/").at(-1) ?? file;
+    if (bytes.length <= maxBytes) return { kind: "file", file: { bytes: bytes.toString("base64"), mimeType, name }, metadata: { opencode: { path: file, size: bytes.length } } };
+    const root = "directory" in routing ? routing.directory : this.opts.routing.root;
+    return {
+      kind: "file",
+      file: { uri: pathToFileURL(path.join(root, file)).href, mimeType, name },
+      metadata: { opencode: { path: file, size: bytes.length, omitted: "size", max_bytes: maxBytes } },
+    };
   }
 
   #fail(live: LiveTask, error: UpstreamError | A2AError): void {
@@ -839,6 +1036,72 @@ export class TaskRuntime {
       live.fanout.close();
     }
   }
+}
+
+/** Any failure as what a task can fail with: typed errors as they are, anything else INTERNAL_ERROR. */
+function asTaskError(error: unknown): UpstreamError | A2AError {
+  return error instanceof UpstreamError || error instanceof A2AError ? error : new A2AError("INTERNAL_ERROR", error instanceof Error ? error.message : String(error));
+}
+
+/** One entry of OpenCode's session diff (SnapshotFileDiff). */
+interface FileChange {
+  file: string;
+  patch?: string;
+  additions?: number;
+  deletions?: number;
+  status?: "added" | "deleted" | "modified";
+}
+
+const DIFF_MIME = "text/x-diff";
+
+/** The `changes` artifact's parts: one per changed file, a `text/x-diff` file part (or text when the client takes text only). */
+function changesParts(diffs: FileChange[], asFile: boolean): Part[] {
+  return diffs.map((d) => {
+    const metadata = { opencode: { change: { path: d.file, status: d.status ?? "modified", additions: d.additions ?? 0, deletions: d.deletions ?? 0 } } };
+    const patch = d.patch ?? "";
+    return asFile
+      ? { kind: "file" as const, file: { bytes: Buffer.from(patch, "utf8").toString("base64"), mimeType: DIFF_MIME, name: `${d.file}.diff` }, metadata }
+      : { kind: "text" as const, text: patch, metadata };
+  });
+}
+
+function changesSummary(diffs: FileChange[]): Metadata {
+  const files = diffs.map((d) => ({ path: d.file, status: d.status ?? "modified", additions: d.additions ?? 0, deletions: d.deletions ?? 0 }));
+  return {
+    opencode: {
+      changes: {
+        mime_type: DIFF_MIME,
+        files,
+        additions: files.reduce((n, f) => n + f.additions, 0),
+        deletions: files.reduce((n, f) => n + f.deletions, 0),
+      },
+    },
+  };
+}
+
+/** Files the turn added or modified (once each, in diff order); deleted files have no content. */
+function changedFiles(diffs: FileChange[]): string[] {
+  const last = new Map<string, FileChange>();
+  for (const d of diffs) {
+    last.delete(d.file);
+    last.set(d.file, d);
+  }
+  return [...last.values()].filter((d) => d.status !== "deleted").map((d) => d.file);
+}
+
+/** Whether an output mode list admits `mime`: the type itself, its type wildcard, or any. */
+function acceptsMime(modes: readonly string[], mime: string): boolean {
+  const [type] = mime.split("/");
+  return modes.some((m) => {
+    const mode = (m.split(";")[0] ?? "").trim().toLowerCase();
+    return mode === mime || mode === `${type}/*` || mode === "*/*" || mode === "*";
+  });
+}
+
+/** `metadata.opencode.include_file_contents: true` on the message or the request. */
+function wantsFileContents(metadata: Metadata): boolean {
+  const opencode = isObject(metadata.opencode) ? metadata.opencode : undefined;
+  return opencode?.include_file_contents === true;
 }
 
 function modelOf(metadata: Metadata): { providerID: string; modelID: string } | undefined {

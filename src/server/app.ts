@@ -176,6 +176,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       cancelAbortTimeoutMs: config.cancelAbortTimeout * 1000,
       turnTimeoutMs: config.opencodeStreamTimeout * 1000,
       reconnectGraceMs: config.turnReconnectGrace * 1000,
+      artifacts: { changes: config.artifactChanges, fileMaxBytes: config.artifactFileMaxBytes },
     });
     if (facts.pushNotifications) {
       const tasks = runtime;

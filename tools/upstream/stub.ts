@@ -394,6 +394,8 @@ class Stub implements StubUpstream {
   private readonly sockets = new Set<Socket>();
   private readonly subscribers = new Set<Subscriber>();
   private readonly sessions = new Map<string, SessionRecord>();
+  /** What write/edit tool calls left in each file (absolute path → content): GET /file/content reads it. */
+  private readonly files = new Map<string, string>();
   private readonly permissions = new Map<string, PendingPermission>();
   private readonly questions = new Map<string, PendingQuestion>();
   private readonly globalScript: Reply[] = [];
@@ -710,6 +712,9 @@ class Stub implements StubUpstream {
     switch (key) {
       case "GET /global/health":
         return sendJson(res, 200, { healthy: true, version: this.version });
+      case "GET /file/content":
+        // The real server reads the file in the instance's directory; the stub knows what its tools wrote.
+        return sendJson(res, 200, { type: "text", content: this.files.get(resolve(directory, query.path ?? "")) ?? "" });
       case "GET /event":
         return this.openStream(req, res, false, directory);
       case "GET /global/event":
@@ -1531,6 +1536,8 @@ class Stub implements StubUpstream {
         const file = resolve(rec.info.directory, String(input.filePath ?? ""));
         this.send(rec, ev("file.edited", { file }));
         const output = call.name === "write" ? "Wrote file successfully." : "Edit applied successfully.";
+        const before = this.files.get(file) ?? "";
+        this.files.set(file, call.name === "write" ? String(input.content ?? "") : before.replace(String(input.oldString ?? ""), String(input.newString ?? "")));
         part.state = { status: "completed", input, output, metadata: {}, title: rel(file), time: end() };
         this.recordDiff(rec, part.messageID, rel(file), call.name, input);
         break;
