@@ -201,6 +201,8 @@ export class StreamMapper {
   #started = false;
   /** OpenCode said busy since the last idle. */
   #busy = false;
+  /** A stall was reported for the current idle period (idle is announced twice: status idle, then session.idle). */
+  #stallReported = false;
   #terminal: TerminalOutput | undefined;
   #error: UpstreamError | undefined;
   #result: TurnResult | undefined;
@@ -341,6 +343,7 @@ export class StreamMapper {
         if (status.type === "busy") {
           this.#started = true;
           this.#busy = true;
+          this.#stallReported = false;
         } else if (status.type === "idle") this.#onIdle(out);
         else if (status.type === "retry" && this.#started) {
           const attempt = typeof status.attempt === "number" ? status.attempt : 0;
@@ -746,7 +749,8 @@ export class StreamMapper {
     if (error === undefined && this.#followUps.some((f) => !f.answered)) {
       // Not over: a follow-up is not in OpenCode yet, or OpenCode stored it but has not answered it.
       const ordinals = this.#followUps.flatMap((f, i) => (!f.answered && f.id !== undefined ? [i] : []));
-      if (ordinals.length > 0) out.push({ kind: "stalled", ordinals });
+      if (ordinals.length > 0 && !this.#stallReported) out.push({ kind: "stalled", ordinals });
+      this.#stallReported = ordinals.length > 0;
       return;
     }
     this.#terminal = { kind: "terminal", state: error === undefined ? "completed" : error.taskState, ...(error === undefined ? {} : { error }) };

@@ -843,3 +843,117 @@ describe("against the stub upstream's event order", () => {
     expect(result).toMatchObject({ state: "canceled", finalText: "partial " });
   });
 });
+
+describe("follow-ups into a running turn", () => {
+  const USER2 = "msg_user2";
+  const USER3 = "msg_user3";
+  const noIds = () => new StreamMapper(ctx({ userMessageId: undefined }));
+  const firstAnswer = (): OpencodeEvent[] => [userMsg(), status("busy"), asstMsg(A1), textPart("prt_t1", A1, "first answer")];
+
+  it("takes the answer to a follow-up into the same turn and ends only after it", () => {
+    const mapper = noIds();
+    const before = run(mapper, firstAnswer());
+    expect(mapper.acceptFollowUp()).toBe(0);
+    const after = run(mapper, [
+      userMsg(USER2),
+      asstMsg(A1, { finish: "stop" }),
+      asstMsg(A2, { parentID: USER2 }),
+      textPart("prt_t2", A2, "second answer"),
+      asstMsg(A2, { parentID: USER2, finish: "stop" }),
+      status("idle"),
+      idle(),
+    ]);
+    expect(terminals(after)).toHaveLength(1);
+    const result = mapper.finish();
+    expect(result.state).toBe("completed");
+    expect(result.finalText).toBe(`first answer${TEXT_PART_SEPARATOR}second answer`);
+    expect(result.userMessageIds).toEqual([USER, USER2]);
+    expect(clientView(artifactsOf([...before, ...after], "task-1:text"))).toBe(result.finalText);
+  });
+
+  it("an idle before the follow-up reached OpenCode does not end the turn", () => {
+    const mapper = noIds();
+    run(mapper, firstAnswer());
+    mapper.acceptFollowUp();
+    expect(terminals(run(mapper, [asstMsg(A1, { finish: "stop" }), status("idle"), idle()]))).toHaveLength(0);
+    const out = run(mapper, [userMsg(USER2), status("busy"), asstMsg(A2, { parentID: USER2 }), textPart("prt_t2", A2, "late"), status("idle"), idle()]);
+    expect(terminals(out)).toHaveLength(1);
+    expect(mapper.finish().finalText).toContain("late");
+  });
+
+  it("an idle that leaves a stored follow-up unanswered reports it stalled; a new prompt of it is then taken", () => {
+    const mapper = noIds();
+    run(mapper, firstAnswer());
+    mapper.acceptFollowUp();
+    const out = run(mapper, [userMsg(USER2), asstMsg(A1, { finish: "stop" }), status("idle"), idle()]);
+    expect(terminals(out)).toHaveLength(0);
+    expect(out.filter((o) => o.kind === "stalled")).toEqual([{ kind: "stalled", ordinals: [0] }]);
+    expect(mapper.stalledFollowUps()).toEqual([0]);
+    // The stalled follow-up waits for its next user message: the re-sent prompt's.
+    const again = run(mapper, [userMsg(USER3), status("busy"), asstMsg("msg_asst3", { parentID: USER3 }), textPart("prt_t3", "msg_asst3", "answered now"), status("idle"), idle()]);
+    expect(terminals(again)).toHaveLength(1);
+    expect(mapper.finish().userMessageIds).toEqual([USER, USER3]);
+  });
+
+  it("stalledFollowUps() is empty while OpenCode is busy (its own loop may still answer)", () => {
+    const mapper = noIds();
+    run(mapper, firstAnswer());
+    mapper.acceptFollowUp();
+    run(mapper, [userMsg(USER2), status("idle"), idle(), status("busy")]);
+    expect(mapper.stalledFollowUps()).toEqual([]);
+  });
+
+  it("a withdrawn follow-up (its prompt failed) no longer holds the turn open; none is accepted after the end", () => {
+    const mapper = noIds();
+    run(mapper, firstAnswer());
+    const ordinal = mapper.acceptFollowUp()!;
+    mapper.withdrawFollowUp(ordinal);
+    expect(terminals(run(mapper, [asstMsg(A1, { finish: "stop" }), status("idle"), idle()]))).toHaveLength(1);
+    expect(mapper.acceptFollowUp()).toBeUndefined();
+  });
+
+  it("older user messages republished during the turn are not taken for the follow-up", () => {
+    const mapper = noIds();
+    run(mapper, firstAnswer());
+    mapper.acceptFollowUp();
+    run(mapper, [userMsg("msg_old0")]);
+    expect(terminals(run(mapper, [asstMsg(A1, { finish: "stop" }), status("idle"), idle()]))).toHaveLength(0);
+  });
+});
+
+describe("files OpenCode emits", () => {
+  const filePart = (id: string, url: string, extra: Record<string, unknown> = {}) => part({ id, messageID: A1, type: "file", mime: "image/png", filename: "pic.png", url, ...extra });
+
+  it("a data: URL file part becomes a file artifact with inline bytes", () => {
+    const mapper = new StreamMapper(ctx());
+    const out = run(mapper, [...prelude(), filePart("prt_f1", "data:image/png;base64,aGVsbG8="), ...epilogue()]);
+    const [update] = artifactsOf(out, "task-1:file:prt_f1");
+    expect(update?.artifact.name).toBe("pic.png");
+    expect(update?.artifact.parts).toEqual([{ kind: "file", file: { mimeType: "image/png", name: "pic.png", bytes: "aGVsbG8=" } }]);
+    expect(streamMeta(update!).block_type).toBe("file");
+    expect(mapper.finish().artifacts.map((a) => a.artifactId)).toContain("task-1:file:prt_f1");
+  });
+
+  it("a file larger than fileMaxBytes is a reference with its size; other URLs stay references", () => {
+    const mapper = new StreamMapper(ctx({ fileMaxBytes: 2 }));
+    const out = run(mapper, [
+      ...prelude(),
+      filePart("prt_big", "data:text/plain,hello", { mime: "text/plain", filename: "big.txt", source: { type: "file", path: "/w/big.txt", text: { value: "", start: 0, end: 0 } } }),
+      filePart("prt_url", "https://example.invalid/x.png"),
+      ...epilogue(),
+    ]);
+    const big = artifactsOf(out, "task-1:file:prt_big")[0]!.artifact.parts[0];
+    expect(big).toEqual({ kind: "file", file: { mimeType: "text/plain", name: "big.txt", uri: "file:///w/big.txt" }, metadata: { opencode: { size: 5, omitted: "size", max_bytes: 2 } } });
+    expect(artifactsOf(out, "task-1:file:prt_url")[0]!.artifact.parts[0]).toEqual({ kind: "file", file: { mimeType: "image/png", name: "pic.png", uri: "https://example.invalid/x.png" } });
+  });
+
+  it("attachments of a completed tool call become file artifacts, once each", () => {
+    const mapper = new StreamMapper(ctx());
+    const attachment = { id: "prt_att", sessionID: SES, messageID: A1, type: "file", mime: "text/plain", filename: "a.txt", url: "data:text/plain;base64,YQ==" };
+    const state = { status: "completed", input: {}, output: "ok", title: "t", metadata: {}, time: { start: 1, end: 2 }, attachments: [attachment] };
+    const out = run(mapper, [...prelude(), toolPart("prt_tool", A1, "call_1", state), toolPart("prt_tool", A1, "call_1", state), ...epilogue()]);
+    const files = artifactsOf(out, "task-1:file:prt_att");
+    expect(files).toHaveLength(1);
+    expect(files[0]!.artifact.parts[0]).toMatchObject({ kind: "file", file: { bytes: "YQ==", name: "a.txt" } });
+  });
+});
