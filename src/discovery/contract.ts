@@ -89,6 +89,31 @@ export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts
         first_event: "current_task",
       },
       message_to_terminal_task: { error: "UNSUPPORTED_OPERATION", code: -32004 },
+      message_to_working_task: {
+        behavior: "joins_running_turn",
+        delivery: "prompted_into_the_same_opencode_session_while_busy",
+        history: "appended_to_the_task_history",
+        answer: "the_task",
+        ends: "when_opencode_has_answered_every_follow_up",
+        stalled_follow_up: "prompted_again_after_1.5_s_of_idle",
+      },
+      turn_artifacts: {
+        changes: {
+          artifact_id: "<taskId>:changes",
+          name: "changes",
+          when: "end_of_a_turn_that_changed_files",
+          parts: "one_text/x-diff_file_part_per_file; text_parts_when_acceptedOutputModes_exclude_text/x-diff",
+          part_metadata: "opencode.change {path, status, additions, deletions}",
+          toggle: "A2A_ARTIFACT_CHANGES",
+        },
+        files: {
+          changed_files: "<taskId>:file:<path> when metadata.opencode.include_file_contents is true",
+          opencode_files: "<taskId>:file:<partId> for OpenCode file parts and tool attachments",
+          inline_up_to: "A2A_ARTIFACT_FILE_MAX_BYTES",
+          larger: "uri reference with metadata.opencode {size, omitted: size}",
+        },
+        streamed_before_terminal_status: true,
+      },
       interrupts: {
         input_required_closes_stream: false,
         note: "An OpenCode permission or question makes the task input-required; the stream stays open until a terminal state.",
