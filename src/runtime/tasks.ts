@@ -31,6 +31,8 @@ import {
   type TaskState,
 } from "../protocol/model.js";
 import type { SaveResult, TaskStore } from "../storage/tasks.js";
+import { StoreHealth } from "../storage/health.js";
+import { backoffMs } from "../util/backoff.js";
 import type { EventHub, Subscription } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
@@ -54,6 +56,8 @@ export interface RuntimeOptions {
   reconnectGraceMs: number;
   /** What a turn adds to its task at the end: the `changes` diff artifact, and how large an inline file may be. */
   artifacts?: TurnArtifactOptions;
+  /** Where store write failures and recoveries are recorded (/health reports it). */
+  storeHealth?: StoreHealth;
   /** The interrupt registry; settable after construction (it needs the runtime itself). */
   interrupts?: InterruptHooks;
   /** Push notifications (src/push): told of every state change; settable after construction. */
@@ -238,8 +242,59 @@ export class TaskRuntime {
   readonly #live = new Map<string, LiveTask>();
   /** Set by shutdown(): turns still running are left as stored (the next start marks them failed). */
   #stopped = false;
+  readonly #health: StoreHealth;
+  /** Terminal snapshots the store refused (full disk, …): saved again once it takes writes. */
+  readonly #unsaved = new Map<string, Task>();
+  #unsavedTimer: NodeJS.Timeout | undefined;
+  #unsavedAttempt = 0;
 
-  constructor(private readonly opts: RuntimeOptions) {}
+  constructor(private readonly opts: RuntimeOptions) {
+    this.#health = opts.storeHealth ?? new StoreHealth();
+    this.#health.onRecovered(() => this.#retryUnsaved());
+  }
+
+  /** Whether the store takes writes (for /health). */
+  get storeHealth(): StoreHealth {
+    return this.#health;
+  }
+
+  /** Runs one store write and records its outcome; a failure is rethrown (typed TASK_STORE_UNAVAILABLE). */
+  #write<T>(write: () => T): T {
+    let result: T;
+    try {
+      result = write();
+    } catch (error) {
+      this.#health.failed(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    }
+    this.#health.succeeded();
+    return result;
+  }
+
+  /** Saves the terminal snapshots the store refused, until it takes them (backoff 0.5 s … 30 s). */
+  #retryUnsaved(): void {
+    if (this.#unsaved.size === 0 || this.#stopped) return;
+    if (this.#unsavedTimer !== undefined) clearTimeout(this.#unsavedTimer);
+    this.#unsavedTimer = undefined;
+    for (const [id, task] of [...this.#unsaved]) {
+      try {
+        this.#unsaved.delete(id);
+        this.#saveState(task);
+      } catch {
+        this.#unsaved.set(id, task);
+        break;
+      }
+    }
+    if (this.#unsaved.size === 0) {
+      this.#unsavedAttempt = 0;
+      return;
+    }
+    this.#unsavedTimer = setTimeout(() => {
+      this.#unsavedTimer = undefined;
+      this.#retryUnsaved();
+    }, backoffMs(this.#unsavedAttempt++, 500, 30_000));
+    this.#unsavedTimer.unref();
+  }
 
   /** Plugs the interrupt registry in (it is built after the runtime, which it uses). */
   setInterruptHooks(hooks: InterruptHooks): void {
@@ -376,7 +431,7 @@ export class TaskRuntime {
     const live = new LiveTask(task, principal.id, routing);
     live.diffAsFile = modes === undefined || modes.length === 0 || acceptsMime(modes, DIFF_MIME);
     live.includeFileContents = wantsFileContents(metadata);
-    this.opts.store.create(task, principal.id, { acceptedOutputModes, ...("directory" in routing ? { directory: routing.directory } : {}) });
+    this.#write(() => this.opts.store.create(task, principal.id, { acceptedOutputModes, ...("directory" in routing ? { directory: routing.directory } : {}) }));
     this.#live.set(taskId, live);
     if (configure !== undefined) {
       try {
@@ -732,12 +787,14 @@ export class TaskRuntime {
    */
   #saveState(task: Task, event?: StatusUpdateEvent): SaveResult {
     const hooks = this.opts.transitions;
-    if (hooks === undefined || !hooks.watches(task.id)) return this.opts.store.save(task);
-    return hooks.atomically(() => {
-      const result = this.opts.store.save(task);
-      if (result.applied) hooks.changed(task, event);
-      return result;
-    });
+    if (hooks === undefined || !hooks.watches(task.id)) return this.#write(() => this.opts.store.save(task));
+    return this.#write(() =>
+      hooks.atomically(() => {
+        const result = this.opts.store.save(task);
+        if (result.applied) hooks.changed(task, event);
+        return result;
+      }),
+    );
   }
 
   /** Streamed output reaches the store at most once a second (compact snapshots), so a crash loses little. */
@@ -745,7 +802,17 @@ export class TaskRuntime {
     if (live.persistTimer !== undefined) return;
     live.persistTimer = setTimeout(() => {
       live.persistTimer = undefined;
-      if (!isTerminal(live.state) && !this.#stopped) this.opts.store.save(live.task);
+      if (isTerminal(live.state) || this.#stopped) return;
+      try {
+        this.#write(() => this.opts.store.save(live.task));
+      } catch (error) {
+        // The store refuses the running task's progress (full disk, …): the task fails with that reason (its final
+        // state is saved once the store takes writes again) and its OpenCode turn is stopped.
+        this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId: live.task.id }, "task store refused a running task's progress");
+        this.#fail(live, asTaskError(error));
+        live.abort.abort();
+        if (live.sessionId !== undefined) void this.#abortUpstream(live.sessionId, live.routing);
+      }
     }, 1_000);
     live.persistTimer.unref();
   }
@@ -870,7 +937,14 @@ export class TaskRuntime {
     live.task.status = status;
     live.task.metadata = mergeShared(live.task.metadata, shared);
     if (error !== undefined) live.task.metadata = mergeOpencode(live.task.metadata, { error });
-    this.#saveState(live.task);
+    try {
+      this.#saveState(live.task);
+    } catch (saveError) {
+      // Clients still get the final status; the store gets it once it takes writes again.
+      this.opts.log.error({ err: saveError instanceof Error ? saveError.message : String(saveError), taskId: live.task.id }, "task store refused a final state; retrying");
+      this.#unsaved.set(live.task.id, live.task);
+      this.#retryUnsaved();
+    }
     this.opts.metrics.tasksFinished.inc({ state });
     live.fanout.publish({
       kind: "status-update",
@@ -1031,6 +1105,7 @@ export class TaskRuntime {
   /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */
   shutdown(): void {
     this.#stopped = true;
+    if (this.#unsavedTimer !== undefined) clearTimeout(this.#unsavedTimer);
     for (const live of this.#live.values()) {
       live.abort.abort();
       live.fanout.close();

@@ -36,6 +36,7 @@ import { TaskRuntime } from "../runtime/tasks.js";
 import { extensionHandlers } from "../extensions/index.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import type { RequestState } from "./state.js";
+import { StoreHealth } from "../storage/health.js";
 
 export interface Gateway {
   /** The Koa app: serves every route, `POST /` included. */
@@ -48,6 +49,8 @@ export interface Gateway {
   auth: CredentialResolver;
   upstream: Upstream | undefined;
   runtime: TaskRuntime | undefined;
+  /** The store (absent in contract-only setups). */
+  storage: Storage | undefined;
   /** Push notification configs and delivery (absent when A2A_PUSH_NOTIFICATIONS_ENABLED=false or without an upstream). */
   push: PushService | undefined;
   metrics: Metrics;
@@ -137,9 +140,10 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     idleMs: config.streamIdleTimeout * 1000,
   };
   const routes = catalogRoutes(catalog);
+  const storeHealth = new StoreHealth();
   const discovery = new Discovery({
     catalog,
-    ...(deps.upstream === undefined ? {} : { upstream: deps.upstream }),
+    ...(deps.upstream === undefined ? {} : { upstream: deps.upstream, store: () => storeHealth.status() }),
     facts,
     auth,
     cardMaxAgeSeconds: config.cardMaxAgeSeconds,
@@ -177,6 +181,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       turnTimeoutMs: config.opencodeStreamTimeout * 1000,
       reconnectGraceMs: config.turnReconnectGrace * 1000,
       artifacts: { changes: config.artifactChanges, fileMaxBytes: config.artifactFileMaxBytes },
+      storeHealth,
     });
     if (facts.pushNotifications) {
       const tasks = runtime;
@@ -312,6 +317,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     auth,
     upstream: deps.upstream,
     runtime,
+    storage,
     metrics,
     push,
     async close() {

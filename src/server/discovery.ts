@@ -18,6 +18,7 @@ import {
   type DeploymentFacts,
 } from "../discovery/contract.js";
 import type { Upstream } from "../upstream/index.js";
+import type { StoreHealthStatus } from "../storage/health.js";
 import type { RequestState } from "./state.js";
 
 interface CachedDoc {
@@ -41,6 +42,8 @@ export interface DiscoveryDeps {
   catalog: Catalog;
   /** The OpenCode link whose state /health reports (absent in contract-only setups). */
   upstream?: Pick<Upstream, "status">;
+  /** Whether the task store takes writes (absent without a store). */
+  store?: () => StoreHealthStatus;
   facts: DeploymentFacts;
   identity: CardIdentity;
   auth: CredentialResolver;
@@ -112,7 +115,8 @@ export class Discovery {
       const { line } = ctx.state as RequestState;
       const { catalog, facts } = this.deps;
       const upstream = this.deps.upstream === undefined ? undefined : await this.deps.upstream.status();
-      const healthy = upstream === undefined || (upstream.healthy && upstream.events.state === "open");
+      const store = this.deps.store?.();
+      const healthy = (upstream === undefined || (upstream.healthy && upstream.events.state === "open")) && store?.state !== "degraded";
       ctx.status = healthy ? 200 : 503;
       ctx.set("Cache-Control", "no-store");
       ctx.body = {
@@ -138,6 +142,7 @@ export class Discovery {
                 ...(upstream.managed === undefined ? {} : { restarts: upstream.managed.restarts }),
               },
             }),
+        ...(store === undefined ? {} : { store }),
         profile: buildRuntimeProfile(facts),
         wire_contract: buildWireContract(catalog, line, facts),
         compatibility_profile: buildCompatibilityProfile(catalog, line, facts),

@@ -46,6 +46,8 @@ export interface Storage {
   interrupts: InterruptStore;
   /** Who called which method on which task/session, and the outcome (GET /admin/audit). */
   audit: AuditStore;
+  /** The SQLite database (sqlite backend only): diagnostics and fault-injection tests. */
+  database?: StoreDatabase;
   close(): void;
 }
 
@@ -87,6 +89,7 @@ export function openStorage(options: StorageOptions): Storage {
       atomically: (fn) => db.transaction("atomically", fn),
       interrupts: new SqliteInterruptStore(db, now),
       audit: new SqliteAuditStore(db),
+      database: db,
       close: () => db.close(),
     };
   } catch (err) {

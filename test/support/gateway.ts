@@ -8,6 +8,7 @@ import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config/index.js";
 import { createGateway, type Gateway } from "../../src/server/app.js";
 import type { Upstream } from "../../src/upstream/index.js";
+import type { Storage } from "../../src/storage/index.js";
 
 export const TEST_TOKEN = "test-token-5f1c2a9e7d3b4c6a";
 
@@ -23,6 +24,8 @@ export interface StartOptions {
   logger?: Logger;
   /** An OpenCode link (src/upstream) for /health and the task runtime. */
   upstream?: Upstream;
+  /** The store the gateway uses (default: opened from the environment). */
+  storage?: Storage;
 }
 
 /**
@@ -52,6 +55,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...store.env, ...env });
   const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
     ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+    ...(options.storage === undefined ? {} : { storage: options.storage }),
   });
   server.on("request", gateway.handler);
   return {

@@ -3,6 +3,7 @@
 import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config/index.js";
 import { startUpstream, type Upstream } from "../../src/upstream/index.js";
+import type { Storage } from "../../src/storage/index.js";
 import { startStubUpstream, type StubUpstream, type StubUpstreamOptions } from "../../tools/upstream/stub.js";
 import { startGateway, TEST_TOKEN, type StartedGateway } from "./gateway.js";
 
@@ -18,7 +19,7 @@ export interface TaskGateway {
 export async function startTaskGateway(
   env: Record<string, string> = {},
   stubOptions: StubUpstreamOptions = {},
-  { logger }: { logger?: Logger } = {},
+  { logger, storage }: { logger?: Logger; storage?: Storage } = {},
 ): Promise<TaskGateway> {
   const stub = await startStubUpstream(stubOptions);
   const fullEnv = {
@@ -28,7 +29,7 @@ export async function startTaskGateway(
     ...env,
   };
   const upstream = await startUpstream(loadConfig(fullEnv), logger ?? pino({ level: "silent" }));
-  const gw = await startGateway(fullEnv, { upstream, ...(logger === undefined ? {} : { logger }) });
+  const gw = await startGateway(fullEnv, { upstream, ...(logger === undefined ? {} : { logger }), ...(storage === undefined ? {} : { storage }) });
   return {
     gw,
     stub,
