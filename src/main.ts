@@ -2,7 +2,8 @@
 // `opencode-a2a keys …`: manage the credentials file (src/cli/keys.ts).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { ConfigError, loadConfig, loadDotEnv } from "./config/index.js";
+import { ConfigError, loadConfig, loadDotEnv, type Config } from "./config/index.js";
+import { openStorage, StorageError, TASK_STORE_URL_VARIABLE, type Storage } from "./storage/index.js";
 import { catalog, packageVersion } from "./contract/catalog.js";
 import { createLogger } from "./logging/index.js";
 import { createGateway, credentialRegistry } from "./server/app.js";
@@ -28,10 +29,22 @@ See README.md for every variable.`;
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.Server> {
   const config = loadConfig(env, packageVersion);
   const log = createLogger(config.logLevel);
-  // Credentials are checked before anything starts, so a bad registry never leaves a managed OpenCode behind.
+  // Credentials and the store are checked before anything starts, so a bad registry or database path never leaves a
+  // managed OpenCode behind.
   const credentials = credentialRegistry(config, catalog, log);
+  const storage = openConfiguredStorage(config);
+  // A background failure nobody awaited is logged; it never takes the process (and every client) down.
+  process.on("unhandledRejection", (reason) => {
+    log.error({ err: reason instanceof Error ? reason.message : String(reason), stack: reason instanceof Error ? reason.stack : undefined }, "unhandled rejection (ignored)");
+  });
   // OpenCode first: in managed mode the gateway's "listening" line means OpenCode is up too.
-  const upstream = await startUpstream(config, log, { env });
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  try {
+    upstream = await startUpstream(config, log, { env });
+  } catch (err) {
+    storage.close();
+    throw err;
+  }
   let server: http.Server;
   try {
     server = http.createServer();
@@ -45,12 +58,13 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
     });
   } catch (err) {
     await upstream.stop();
+    storage.close();
     throw err;
   }
   const address = server.address() as AddressInfo;
   const bound = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
-  const gateway = await createGateway(config, log, { upstream, credentials });
+  const gateway = await createGateway(config, log, { upstream, credentials, storage });
   server.on("request", gateway.handler);
   log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion, upstream: upstream.mode }, "opencode-a2a listening");
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
@@ -69,6 +83,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
     gateway
       .close()
       .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "gateway close failed"))
+      .then(() => storage.close())
       .then(() => upstream.stop())
       .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "upstream stop failed"))
       .finally(() => process.exit(0));
@@ -76,6 +91,19 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));
   return server;
+}
+
+/** The store A2A_TASK_STORE_BACKEND / A2A_TASK_STORE_DATABASE_URL name; a path that cannot be opened is a configuration error. */
+function openConfiguredStorage(config: Config): Storage {
+  try {
+    return openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
+  } catch (err) {
+    if (err instanceof StorageError) {
+      const message = err.message.includes(TASK_STORE_URL_VARIABLE) ? err.message : `${TASK_STORE_URL_VARIABLE}=${JSON.stringify(config.taskStoreUrl)}: ${err.message}`;
+      throw new ConfigError([message]);
+    }
+    throw err;
+  }
 }
 
 export async function main(argv: string[]): Promise<number> {

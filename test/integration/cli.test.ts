@@ -59,6 +59,24 @@ describe("opencode-a2a serve with a bad environment", () => {
     expect(res.stdout + res.stderr).not.toContain(SECRET);
   });
 
+  it("a database path that cannot be opened exits 78 naming A2A_TASK_STORE_DATABASE_URL, before any upstream starts", async () => {
+    const stub = await startStubUpstream();
+    try {
+      // A file where a directory must be: the store's directory cannot be created.
+      const blocker = path.join(cwd, "not-a-directory");
+      fs.writeFileSync(blocker, "x");
+      const res = await serve({ A2A_BEARER_TOKEN: SECRET, A2A_PORT: "0", OPENCODE_BASE_URL: stub.url, A2A_TASK_STORE_DATABASE_URL: `sqlite:///${blocker}/tasks.db` });
+      expect(res.code).toBe(78);
+      expect(res.stderr).toContain("A2A_TASK_STORE_DATABASE_URL");
+      expect(res.stderr).toMatch(/invalid configuration/);
+      expect(res.stdout).not.toMatch(/listening/);
+      // Nothing reached the upstream: the store is checked first.
+      expect(stub.requests).toHaveLength(0);
+    } finally {
+      await stub.close();
+    }
+  });
+
   it("a missing token is named", async () => {
     const res = await serve({ A2A_PORT: "0" });
     expect(res.code).not.toBe(0);

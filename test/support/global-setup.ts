@@ -1,21 +1,26 @@
-// vitest globalSetup: runs once before any test file, so parallel files never rebuild dist/ at the same time. Its
-// teardown fails the run when a test left the default task store (./opencode-a2a.db) in the repository: every
-// gateway a test starts must use a store of its own (test/support/gateway.ts gives one to the in-process ones; tests
-// that spawn the CLI name one), or concurrently running files share tasks and each other's start-up sweep.
+// vitest globalSetup: runs once before any test file, so parallel files never rebuild dist/ at the same time. It also
+// points A2A_TASK_STORE_DATABASE_URL of the test processes at a guard file in a fresh temp directory: every gateway a
+// test starts must use a store of its own (test/support/gateway.ts gives one to the in-process ones; tests that spawn
+// the CLI name one), or concurrently running files share tasks and each other's start-up sweep. The teardown fails the
+// run when that guard file was created, i.e. when a test fell back to the environment's store. Only test processes
+// see the guard, so a gateway someone starts from the checkout while the tests run is never blamed.
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { ensureBuilt } from "./build.js";
 
-const DEFAULT_STORE = path.resolve(import.meta.dirname, "../../opencode-a2a.db");
-
 export default function setup(): () => void {
   ensureBuilt();
-  const existed = fs.existsSync(DEFAULT_STORE);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-test-guard-"));
+  const guard = path.join(dir, "shared-store-guard.db");
+  process.env.A2A_TASK_STORE_DATABASE_URL = `sqlite:///${guard}`;
   return () => {
-    if (!existed && fs.existsSync(DEFAULT_STORE)) {
+    const used = fs.existsSync(guard);
+    fs.rmSync(dir, { recursive: true, force: true });
+    if (used) {
       // vitest reports an error thrown here but still exits 0: the exit code is set as well.
       process.exitCode = 1;
-      throw new Error(`a test created the default task store ${DEFAULT_STORE}: give its gateway a store of its own (A2A_TASK_STORE_DATABASE_URL)`);
+      throw new Error("a test opened the environment's task store (A2A_TASK_STORE_DATABASE_URL): give its gateway a store of its own");
     }
   };
 }
