@@ -214,6 +214,8 @@ export class StreamMapper {
   readonly #followUps: { id?: string; answered: boolean }[] = [];
   /** User message id → follow-up ordinal. */
   readonly #followUpIds = new Map<string, number>();
+  /** The turn's assistant messages → whether OpenCode finished them (`time.completed` or `finish`). */
+  readonly #finished = new Map<string, boolean>();
   /** Message id → whether its parts belong to this turn. */
   readonly #messages = new Map<string, boolean>();
   /** Events of messages whose role is not known yet, in arrival order. */
@@ -265,6 +267,22 @@ export class StreamMapper {
 
   get terminal(): TerminalOutput | undefined {
     return this.#terminal;
+  }
+
+  /**
+   * Whether OpenCode finished the turn's answer as far as its messages show: at least one assistant message of the
+   * turn (or an error), and every one of them completed. False means the turn was cut off (OpenCode died or lost it).
+   */
+  get answerFinished(): boolean {
+    if (this.#error !== undefined) return true;
+    if (this.#finished.size === 0) return false;
+    for (const done of this.#finished.values()) if (!done) return false;
+    return true;
+  }
+
+  /** Tokens the turn used so far (undefined when none were reported). */
+  get usage(): Usage | undefined {
+    return this.#turnUsage();
   }
 
   /** OpenCode user messages of this turn so far (see TurnResult.userMessageIds). */
@@ -450,6 +468,9 @@ export class StreamMapper {
       }
     }
     if (!ours) return;
+    const time = isObject(info.time) ? info.time : {};
+    const done = typeof time.completed === "number" || (typeof info.finish === "string" && info.finish !== "");
+    this.#finished.set(id, (this.#finished.get(id) ?? false) || done);
     const usage = usageFromTokens(info.tokens, info.cost);
     if (usage !== undefined) this.#messageUsage(id).info = usage;
     if (isObject(info.error)) this.#recordError(info.error as AssistantError, "assistant.error");
@@ -778,7 +799,8 @@ export class StreamMapper {
       const pick = m.info === undefined || (steps !== undefined && steps.total_tokens > m.info.total_tokens) ? steps : m.info;
       if (pick !== undefined) total = addUsage(total, pick);
     }
-    return total;
+    // A message that has not reported its tokens yet says 0: no usage is reported rather than a false zero.
+    return total.total_tokens > 0 || total.cost > 0 ? total : undefined;
   }
 
   // -- event construction ---------------------------------------------------------------------------------------

@@ -670,6 +670,12 @@ export class TaskRuntime {
         { ...routing, sessionId },
       );
       this.#applyAll(live, mapper.resync(Array.isArray(messages) ? messages : []));
+      if (!mapper.answerFinished) {
+        // Not busy, yet the answer was never finished: OpenCode restarted or dropped the turn. Never a truncated
+        // "completed": the task fails and keeps what arrived, marked partial.
+        this.turnLost(live.task.id, "OpenCode no longer runs this turn and its answer was never finished (it restarted or lost the turn)");
+        return true;
+      }
       // The idle itself was missed: the session is not busy any more, so the turn is over.
       this.#applyAll(live, mapper.push({ id: "resync", type: "session.idle", properties: { sessionID: sessionId } }));
       return true;
@@ -1100,6 +1106,35 @@ export class TaskRuntime {
     }
     if (failed > 0) this.opts.log.warn({ failed }, "tasks left running by a previous process were marked failed");
     return failed;
+  }
+
+  /**
+   * OpenCode lost the task's turn (its process died or restarted mid-turn): the task fails with UPSTREAM_TURN_LOST,
+   * keeps the output that arrived (artifacts marked `metadata.opencode.partial`) and the usage reported so far.
+   */
+  turnLost(taskId: string, detail: string): void {
+    const live = this.#live.get(taskId);
+    if (live === undefined || isTerminal(live.state)) return;
+    live.task.artifacts = (live.task.artifacts ?? []).map((a) => ({ ...a, metadata: mergeOpencode(a.metadata, { partial: true }) }));
+    const usage = live.turn?.mapper.usage;
+    if (usage !== undefined) live.task.metadata = mergeShared(live.task.metadata, { usage });
+    this.opts.log.warn({ taskId, sessionId: live.sessionId, detail }, "upstream turn lost");
+    this.#finish(live, "failed", `${detail}; the output so far is kept, marked partial.`, usage === undefined ? {} : { usage }, {
+      type: "UPSTREAM_TURN_LOST",
+      message: detail,
+    });
+    live.abort.abort();
+  }
+
+  /** The OpenCode process ended (managed mode): every turn in progress is lost with it. Returns how many. */
+  upstreamLost(detail: string): number {
+    let lost = 0;
+    for (const live of [...this.#live.values()]) {
+      if (isTerminal(live.state) || live.sessionId === undefined) continue;
+      this.turnLost(live.task.id, detail);
+      lost++;
+    }
+    return lost;
   }
 
   /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */

@@ -206,6 +206,13 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       });
       runtime.setTransitionHooks(push);
     }
+    // A managed OpenCode that dies takes its running turns with it: they fail at once (UPSTREAM_TURN_LOST) instead of
+    // waiting for the event stream's reconnect grace.
+    const tasksOf = runtime;
+    upstream.managed?.on("exit", (code, signal) => {
+      if (tasksOf.active === 0) return;
+      tasksOf.upstreamLost(`the OpenCode process exited (${signal ?? `code ${String(code)}`}) while the turn ran`);
+    });
     // Tasks a previous process left running are failed (and their push configs told), then delivery starts.
     runtime.failOrphans();
     push?.start();

@@ -7,7 +7,7 @@ import { text } from "../../tools/upstream/script.js";
 import { call } from "../support/gateway.js";
 import { storeFault, type StoreFault } from "../support/faults.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
-import { getTask, MODES, sendParams, sendTask, stateOf, until, userMessage } from "../support/task-wire.js";
+import { getTask, MODES, partsOf, sendParams, sendTask, stateOf, textOf, until, userMessage } from "../support/task-wire.js";
 
 // ---- a store that stops taking writes in the middle of a turn: the process lives, the task fails with a typed
 // reason, /health says degraded, and everything recovers once the store takes writes again ------------------------
@@ -42,7 +42,7 @@ describe.each(["sqlite", "memory"] as const)("store faults on the %s backend", (
     const task = await blocking;
     expect(stateOf(task)).toBe("failed");
     expect(task.metadata.opencode.error.type).toBe("TASK_STORE_UNAVAILABLE");
-    expect(task.status.message.parts[0].text).toMatch(/Task store unavailable/);
+    expect(textOf(partsOf(task.status.message))).toMatch(/Task store unavailable/);
 
     const degraded = await health();
     expect(degraded.status).toBe(503);

@@ -136,6 +136,11 @@ export interface StubUpstream {
   emit(event: EmitEvent, opts?: { directory?: string }): void;
   /** destroy every open SSE connection */
   dropEventStreams(): void;
+  /**
+   * What a killed and restarted OpenCode shows: every running turn stops without another event, its assistant
+   * message stays unfinished (no completion, no error), no session is busy, and the event streams are cut.
+   */
+  loseTurns(): void;
   pauseHeartbeats(paused: boolean): void;
   /** the next request matching `match` gets `rule` instead of (or, for delayMs, before) its normal answer */
   failNext(match: RouteMatch, rule: FailRule): void;
@@ -323,6 +328,8 @@ interface Loop {
   current: MessageRecord | undefined;
   waiters: Array<(result: MessageRecord) => void>;
   silent: boolean;
+  /** loseTurns(): the turn vanished with the process; its messages stay as they were. */
+  lost?: boolean;
 }
 
 type PermissionDecision = { reply: "once" | "always" | "reject"; message?: string };
@@ -465,6 +472,16 @@ class Stub implements StubUpstream {
 
   dropEventStreams(): void {
     for (const sub of [...this.subscribers]) this.dropSubscriber(sub, true);
+  }
+
+  loseTurns(): void {
+    for (const rec of this.sessions.values()) {
+      if (rec.loop === undefined) continue;
+      rec.loop.lost = true;
+      this.cancelLoop(rec);
+      rec.loop = undefined;
+    }
+    this.dropEventStreams();
   }
 
   pauseHeartbeats(paused: boolean): void {
@@ -1305,7 +1322,7 @@ class Stub implements StubUpstream {
       }
     } catch (error) {
       if (!(error instanceof Aborted)) throw error;
-      this.abortEvents(rec, loop);
+      if (loop.lost !== true) this.abortEvents(rec, loop);
     } finally {
       if (rec.loop === loop) rec.loop = undefined;
       const last = loop.current ?? { info: loop.user, parts: [] };
