@@ -632,16 +632,27 @@ export interface components {
             schemes: string[];
         };
         /**
-         * @description Body of `POST /v1/tasks/{id}/pushNotificationConfigs`: the `config` member of the proto create request. `name`
-         *     may be omitted; the task comes from the path.
+         * @description Body of `POST /v1/tasks/{id}/pushNotificationConfigs`: the `config` sub-message `{name, pushNotificationConfig}`,
+         *     or the whole create request `{parent, configId, config}` (snake_case spellings accepted as everywhere).
          */
-        "OpenCodeA2A.A2A.V0_3_Rest.CreateTaskPushNotificationConfigBody": {
-            /** @description Resource name `tasks/{taskId}/pushNotificationConfigs/{configId}`; optional on create. */
-            name?: string;
-            /** @description The webhook configuration to register. */
-            pushNotificationConfig: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.PushNotificationConfig"];
+        "OpenCodeA2A.A2A.V0_3_Rest.CreateTaskPushNotificationConfigBody": components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.TaskPushNotificationConfigInput"] | components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.CreateTaskPushNotificationConfigRequest"];
+        /**
+         * @description The whole proto `CreateTaskPushNotificationConfigRequest`, as clients built from the proto send it:
+         *     `{parent, configId, config: {name, pushNotificationConfig}}`.
+         */
+        "OpenCodeA2A.A2A.V0_3_Rest.CreateTaskPushNotificationConfigRequest": {
+            /** @description The configuration to register. */
+            config: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.TaskPushNotificationConfigInput"];
+            /** @description Id of the new config (a config id in `config.name` or `config.pushNotificationConfig.id` must agree). */
+            configId?: string;
+            /** @description `tasks/{taskId}`: must name the task of the path, else INVALID_PARAMS. */
+            parent?: string;
         };
-        /** @description Structured content; the JSON object sits one level down, under `data`. */
+        /**
+         * @description Structured content; the JSON object (a proto `Struct`, so always an object) sits one level down, under `data`.
+         *     Sent to the agent, it reaches OpenCode as a framed JSON block in the prompt (see the data part rendering of the
+         *     service behaviours); the task's history keeps the part as sent.
+         */
         "OpenCodeA2A.A2A.V0_3_Rest.DataPart": {
             /** @description The structured payload. */
             data: Record<string, never>;
@@ -716,7 +727,7 @@ export interface components {
         };
         /** @description Wrapper holding a message: `{"message": {…}}`. */
         "OpenCodeA2A.A2A.V0_3_Rest.MessageWrapper": {
-            /** @description The message. */
+            /** @description The message (proto field `msg`, json_name `message`). */
             message: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.Message"];
         };
         /**
@@ -759,7 +770,10 @@ export interface components {
         "OpenCodeA2A.A2A.V0_3_Rest.SendMessageConfiguration": {
             /** @description Media types the client can consume. */
             acceptedOutputModes?: string[];
-            /** @description `true` (the default) waits for a terminal or interrupted state; `false` returns as soon as the task exists. */
+            /**
+             * @description `true` waits for a terminal or interrupted state; `false` returns as soon as the task exists. Absent = `false`,
+             *     the proto3 default (what
+             */
             blocking?: boolean;
             /**
              * Format: int32
@@ -773,7 +787,7 @@ export interface components {
         "OpenCodeA2A.A2A.V0_3_Rest.SendMessageRequest": {
             /** @description Execution options. */
             configuration?: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.SendMessageConfiguration"];
-            /** @description The message to deliver. */
+            /** @description The message to deliver (proto field `request`, json_name `message`). */
             message: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.Message"];
             /** @description Free-form request metadata. */
             metadata?: Record<string, never>;
@@ -803,6 +817,16 @@ export interface components {
             pushNotificationConfig: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.PushNotificationConfig"];
         };
         /**
+         * @description The `config` member of the proto create request (what the proto's HTTP annotation `body: "config"` puts in the
+         *     body). `name` may be omitted; the task comes from the path, and a `name` naming another task is INVALID_PARAMS.
+         */
+        "OpenCodeA2A.A2A.V0_3_Rest.TaskPushNotificationConfigInput": {
+            /** @description Resource name `tasks/{taskId}/pushNotificationConfigs/{configId}`; optional on create. */
+            name?: string;
+            /** @description The webhook configuration to register. */
+            pushNotificationConfig: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.PushNotificationConfig"];
+        };
+        /**
          * @description Lifecycle state of a task, by 0.3 proto enum name. The canceled state is spelled `TASK_STATE_CANCELLED` (two L)
          *     on this line only; 0.3 has no REST counterpart of the JSON-RPC `unknown` state.
          * @enum {string}
@@ -810,7 +834,7 @@ export interface components {
         "OpenCodeA2A.A2A.V0_3_Rest.TaskState": "TASK_STATE_UNSPECIFIED" | "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" | "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELLED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_REJECTED" | "TASK_STATE_AUTH_REQUIRED";
         /** @description Where a task stands right now. */
         "OpenCodeA2A.A2A.V0_3_Rest.TaskStatus": {
-            /** @description Optional agent message explaining the state. */
+            /** @description Optional agent message explaining the state (proto field `update`, json_name `message`). */
             message?: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.Message"];
             /** @description The current lifecycle state. */
             state: components["schemas"]["OpenCodeA2A.A2A.V0_3_Rest.TaskState"];
@@ -1226,7 +1250,10 @@ export interface components {
             /** @description Token endpoint. */
             tokenUrl: string;
         };
-        /** @description A part whose content is structured data. */
+        /**
+         * @description A part whose content is structured data. Sent to the agent, it reaches OpenCode as a framed JSON block in the
+         *     prompt (see the data part rendering of the service behaviours); the task's history keeps the part as sent.
+         */
         "OpenCodeA2A.A2A.V1_0.DataPart": {
             /** @description Any JSON value: object, array, string, number, boolean or null. */
             data: unknown;

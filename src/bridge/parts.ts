@@ -1,5 +1,6 @@
 // A2A message parts → OpenCode prompt parts (seed 000): text → text; file bytes → a `data:` URL file part;
-// file URI → a file part; data parts are refused with a clear error before anything is created.
+// file URI → a file part; a data part → a text part holding a framed JSON block (DECISIONS 15, renderDataPart), in
+// the part order of the message. The task's history keeps the parts as sent; only the prompt is rendered.
 import { A2AError } from "../contract/errors.js";
 import type { FilePartInput, TextPartInput } from "../../generated/opencode/types.gen.js";
 import type { Message } from "../protocol/model.js";
@@ -32,9 +33,38 @@ export function toPromptParts(message: Message): PromptPart[] {
         throw refuse(`${field}.file`, "a file part needs bytes or uri");
       }
       case "data":
-        throw refuse(field, "DataPart input is not supported: send text or files");
+        return { type: "text", text: renderDataPart(part, i, message.parts.length) };
     }
   });
+}
+
+type DataPart = Extract<Message["parts"][number], { kind: "data" }>;
+
+/**
+ * Above this size (UTF-16 units) a data part is rendered as compact one-line JSON instead of pretty-printed: the
+ * request body limit bounds the compact form, but indentation could multiply it (deep nesting, long arrays).
+ */
+export const DATA_PRETTY_MAX_CHARS = 256 * 1024;
+
+/**
+ * How a data part reaches OpenCode: a header line naming it as structured input from the A2A client (its position,
+ * and its media type and part metadata when given), then the JSON in a ```json fence. The JSON is pretty-printed
+ * with two-space indentation and keys in the order sent, unless that is longer than DATA_PRETTY_MAX_CHARS or twice
+ * the compact form (then compact). The fence is longer than any run of backticks in the JSON, so no value can
+ * close it. The same part always renders to the same text.
+ */
+export function renderDataPart(part: DataPart, index: number, count: number): string {
+  const compact = JSON.stringify(part.data) ?? "null";
+  const pretty = JSON.stringify(part.data, null, 2) ?? "null";
+  const json = pretty.length <= DATA_PRETTY_MAX_CHARS && pretty.length <= 2 * compact.length + 64 ? pretty : compact;
+  const facts = [`data part ${index + 1} of ${count}`];
+  if (part.mimeType !== undefined) facts.push(`media type ${part.mimeType}`);
+  if (part.name !== undefined) facts.push(`name ${JSON.stringify(part.name)}`);
+  if (part.metadata !== undefined && Object.keys(part.metadata).length > 0) facts.push(`part metadata ${JSON.stringify(part.metadata)}`);
+  let longest = 0;
+  for (const run of json.match(/`+/g) ?? []) longest = Math.max(longest, run.length);
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return `Structured input (JSON) from the A2A client (${facts.join("; ")}):\n${fence}json\n${json}\n${fence}`;
 }
 
 /** The user's text of a message (text parts joined), for the echo guard and session titles. */
@@ -50,6 +80,7 @@ export function sessionTitle(message: Message): string {
   const text = userText(message).replace(/\s+/g, " ").trim();
   if (text !== "") return text.length <= 80 ? text : `${text.slice(0, 79)}…`;
   const names = message.parts.flatMap((p) => (p.kind === "file" ? [p.file.name ?? p.file.uri ?? "file"] : []));
+  if (names.length === 0) return "Structured data";
   const joined = `Files: ${names.join(", ")}`;
   return joined.length <= 80 ? joined : `${joined.slice(0, 79)}…`;
 }

@@ -77,7 +77,8 @@ export function explain(id: string, value: unknown): Violation[] {
     const field = fieldOf(e.instancePath);
     if (seen.has(field)) continue;
     seen.add(field);
-    out.push({ field, description: e.message });
+    // `never` members (`not: {}`): a field that has no place here (e.g. another protocol line's name for it).
+    out.push({ field, description: e.keyword === "not" ? "must be absent (not a field of this shape)" : e.message });
   }
   return out.length ? out : [{ field: "(root)", description: "does not match the schema" }];
 }

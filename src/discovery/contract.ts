@@ -119,6 +119,29 @@ export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts
         note: "An OpenCode permission or question makes the task input-required; the stream stays open until a terminal state.",
       },
     },
+    // DECISIONS 13: proto3 JSON rules on the ProtoJSON surfaces (src/protocol/protojson-names.ts).
+    request_encoding: {
+      protojson_surfaces: ["0.3 HTTP+JSON (/v1/*)", "1.0 JSON-RPC params", "1.0 HTTP+JSON bodies and query parameters"],
+      field_names: "lowerCamelCase and the proto field names (snake_case, and the original name where json_name differs) are both accepted",
+      duplicate_spelling: { error: "INVALID_PARAMS", note: "both spellings of one field in one object" },
+      free_form_values: "metadata, data part payloads and other Struct values keep their keys",
+      unknown_fields: "ignored, except another line's fields that change the meaning (e.g. 1.0 configuration.blocking), which are INVALID_PARAMS",
+      absent_scalars: "proto3 defaults",
+      send_blocking:
+        line === "0.3"
+          ? { jsonrpc: "blocking unless configuration.blocking is false", http_json: "configuration.blocking absent = false; no configuration = blocking" }
+          : { default: "blocking unless configuration.returnImmediately is true" },
+      ...(line === "0.3" ? { push_config_create_body: ["{name, pushNotificationConfig}", "{parent, configId, config}"] } : {}),
+    },
+    // DECISIONS 15: data parts reach OpenCode as framed JSON text (src/bridge/parts.ts renderDataPart).
+    data_parts: {
+      accepted: true,
+      value: line === "0.3" ? "JSON object (INVALID_PARAMS otherwise)" : "any JSON value",
+      prompt_rendering:
+        "one text part per data part, in part order: a header line 'Structured input (JSON) from the A2A client (data part i of n; media type …; name …; part metadata …):' then the JSON in a ```json fence (longer when the JSON contains backticks), pretty-printed with 2-space indentation and keys as sent; compact one-line JSON when pretty-printing would exceed 256 KiB or twice the compact size",
+      history: "the part is kept as sent and shown in the reader's line's shape",
+      size_limit: "A2A_MAX_REQUEST_BODY_BYTES",
+    },
     push_notifications: facts.pushNotifications
       ? {
           supported: true,

@@ -36,7 +36,8 @@ export interface FileContent {
 export type Part =
   | { kind: "text"; text: string; metadata?: Metadata }
   | { kind: "file"; file: FileContent; metadata?: Metadata }
-  | { kind: "data"; data: unknown; metadata?: Metadata };
+  /** `mimeType` / `name`: 1.0 `mediaType` / `filename` of a data part (0.3 data parts have neither). */
+  | { kind: "data"; data: unknown; mimeType?: string; name?: string; metadata?: Metadata };
 
 export interface Message {
   messageId: string;

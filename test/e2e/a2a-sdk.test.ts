@@ -160,20 +160,9 @@ describe.each(configs)("A2A %s over %s with @a2a-js/sdk", (line, binding) => {
     expect(got.history[0].role).toBe(Role.ROLE_AGENT);
   }, 60_000);
 
-  /** A non-blocking send of `value`: the task as answered (still running), in the SDK's shape or 0.3 REST's. */
+  /** A non-blocking send of `value` through the SDK: the task as answered (still running). */
   async function sendNonBlocking(value: string): Promise<any> {
-    if (line === "0.3" && binding === "HTTP+JSON") {
-      // The SDK's 0.3 REST transport drops `blocking: false` from the body (a2a-wire §17), so it cannot ask for a
-      // non-blocking send; say it on the wire ourselves, as a 0.3 REST client does.
-      const res = await fetch(`${gw.url}/v1/message:send`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${TEST_TOKEN}` },
-        body: JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", content: [{ text: value }] }, configuration: { blocking: false } }),
-      });
-      const body = (await res.json()) as { task: { id: string; status: { state: string } } };
-      expect(body.task.status.state).toMatch(/^TASK_STATE_(SUBMITTED|WORKING)$/);
-      return body.task;
-    }
+    // On 0.3 REST the SDK leaves `blocking` out of the body (proto3 default false): the gateway reads it as false.
     const task: any = await c.sendMessage(send(message(value), { returnImmediately: true }));
     expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status.state);
     return task;
@@ -313,5 +302,49 @@ describe("ListTasks (1.0) and a gateway restart", () => {
       expect(textOf(after.artifacts.find((a: any) => a.name === "response").parts)).toBe("Kept.");
       if (line === "1.0") expect(after).toEqual(before);
     }
+  }, 60_000);
+});
+
+describe("@a2a-js/sdk over 0.3 HTTP+JSON: a non-blocking send without `blocking` on the wire", () => {
+  it("returns a working task at once, which can then be canceled (OpenCode stops)", async () => {
+    // What the SDK's 0.3 REST transport puts on the wire for message:send.
+    const sent: any[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      if (url.endsWith("/v1/message:send") && typeof init?.body === "string") sent.push(JSON.parse(init.body));
+      return fetch(input, init);
+    };
+    const legacyCompat = { enabled: true };
+    const filteringFetch: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      const card = (await res.json()) as { supportedInterfaces: { protocolVersion: string; protocolBinding: string }[] };
+      card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3" && i.protocolBinding === "HTTP+JSON");
+      return new Response(JSON.stringify(card), { status: res.status, headers: { "content-type": "application/json" } });
+    };
+    const c = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new RestTransportFactory({ legacyCompat, fetchImpl: recording })],
+        preferredTransports: ["HTTP+JSON"],
+        cardResolver: new DefaultAgentCardResolver({ legacyCompat, fetchImpl: filteringFetch }),
+        clientConfig: { interceptors: [bearer] } as never,
+      }),
+    ).createFromUrl(gw.url);
+    expect(c.protocolVersion ?? "0.3").toBe("0.3");
+
+    model.script(hang({ chunks: ["still going "] }));
+    const started = Date.now();
+    const task: any = await c.sendMessage(send(message("run until canceled"), { returnImmediately: true }));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(task.status.state).toBe(TaskState.TASK_STATE_WORKING);
+    expect(sent).toHaveLength(1);
+    expect(sent[0].configuration).toBeDefined();
+    expect("blocking" in sent[0].configuration, JSON.stringify(sent[0])).toBe(false);
+
+    await expect.poll(() => model.requests.filter((r) => r.kind === "chat" && r.aborted === undefined && r.reply?.kind === "hang").length, { timeout: 15_000 }).toBeGreaterThan(0);
+    const canceled: any = await c.cancelTask({ tenant: "", id: task.id, metadata: undefined });
+    expect(canceled.status.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const got: any = await c.getTask({ tenant: "", id: task.id, historyLength: undefined as never });
+    expect(got.status.state).toBe(TaskState.TASK_STATE_CANCELED);
+    await expect.poll(() => model.requests.filter((r) => r.reply?.kind === "hang").at(-1)?.aborted, { timeout: 10_000 }).toBe(true);
   }, 60_000);
 });

@@ -306,7 +306,9 @@ const setFieldName = (m: Mode, key: string): string => (m.line === "0.3" ? `push
 const sendFieldName = (m: Mode, key: string): string => `configuration.${sendField(m)}.${key}`;
 
 function withPush(m: Mode, params: Obj, c: Cfg): Obj {
-  return { ...params, configuration: { ...(params.configuration ?? {}), [sendField(m)]: wireCfg(m.line, c) } };
+  // proto3: a 0.3 REST configuration without `blocking` is non-blocking; a send here is blocking unless it says not.
+  const blocking = m.line === "0.3" && m.transport === "rest" && !("blocking" in ((params.configuration as Obj | undefined) ?? {})) ? { blocking: true } : {};
+  return { ...params, configuration: { ...blocking, ...(params.configuration ?? {}), [sendField(m)]: wireCfg(m.line, c) } };
 }
 
 async function sendMsg(url: string, m: Mode, params: Obj, who: Who = ADMIN): Promise<Reply> {

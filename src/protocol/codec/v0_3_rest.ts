@@ -245,7 +245,9 @@ export const v0_3Rest: Codec = {
         compact({
           acceptedOutputModes: optStrArr(c, "acceptedOutputModes", "configuration"),
           historyLength: optInt(c, "historyLength", "configuration", 0),
-          blocking: optBool(c, "blocking", "configuration"),
+          // proto3: an absent bool is false, so a configuration without `blocking` is non-blocking (what
+          // @a2a-js/sdk's 0.3 REST client sends for a non-blocking call). No configuration at all: the default.
+          blocking: optBool(c, "blocking", "configuration") ?? false,
           pushNotificationConfig: push && decodeNotificationConfig(push, "configuration.pushNotification"),
         }),
       metadata: optMeta(o, "metadata", ""),
@@ -272,14 +274,39 @@ export const v0_3Rest: Codec = {
     });
   },
   decodePushConfig(raw, taskId) {
-    const o = root(raw);
-    const name = optStr(o, "name", "");
+    let o = root(raw);
+    let path = "";
+    let configId: string | undefined;
+    // The whole proto CreateTaskPushNotificationConfigRequest `{parent, configId, config}`, or its `config` alone.
+    if (has(o, "config") || has(o, "parent") || has(o, "configId")) {
+      if (has(o, "pushNotificationConfig")) throw invalid("pushNotificationConfig", "must be inside config when the request is wrapped ({parent, configId, config})");
+      const parent = optStr(o, "parent", "");
+      if (parent !== undefined && parent !== "") {
+        const task = /^tasks\/([^/]+)$/.exec(parent)?.[1];
+        if (task === undefined) throw invalid("parent", "must be tasks/{taskId}");
+        if (taskId !== undefined && task !== taskId) throw invalid("parent", `names task ${task}, but the path names task ${taskId}`);
+        taskId ??= task;
+      }
+      configId = optStr(o, "configId", "") || undefined;
+      o = reqObj(o, "config", "");
+      path = "config";
+    }
+    const name = optStr(o, "name", path);
     const parsed = name ? RESOURCE.exec(name) : null;
-    if (name && !parsed) throw invalid("name", "must be tasks/{taskId}/pushNotificationConfigs/{configId}");
-    const cfg = decodeNotificationConfig(reqObj(o, "pushNotificationConfig", ""), "pushNotificationConfig");
+    if (name && !parsed) throw invalid(at(path, "name"), "must be tasks/{taskId}/pushNotificationConfigs/{configId}");
+    if (parsed && taskId !== undefined && parsed[1] !== taskId) throw invalid(at(path, "name"), `names task ${parsed[1]}, but the path names task ${taskId}`);
+    const cfgPath = at(path, "pushNotificationConfig");
+    const cfg = decodeNotificationConfig(reqObj(o, "pushNotificationConfig", path), cfgPath);
+    const ids = [
+      [at(cfgPath, "id"), cfg.id],
+      [at(path, "name"), parsed?.[2]],
+      ["configId", configId],
+    ].filter((e): e is [string, string] => e[1] !== undefined);
+    const clash = ids.find(([, id]) => id !== ids[0]![1]);
+    if (clash) throw invalid(clash[0], `names config ${clash[1]}, but ${ids[0]![0]} names config ${ids[0]![1]}`);
     const task = taskId ?? parsed?.[1];
-    if (!task) throw invalid("name", "is required (it names the task)");
-    return compact({ ...cfg, id: cfg.id ?? parsed?.[2], taskId: task });
+    if (!task) throw invalid(at(path, "name"), "is required (it names the task)");
+    return compact({ ...cfg, id: ids[0]?.[1], taskId: task });
   },
   decodePushConfigRef(raw) {
     const o = root(raw);

@@ -60,7 +60,7 @@ function decodePart(raw: unknown, path: string): Part {
     case "url":
       return compact({ kind: "file", file: compact({ uri: reqStr(o, "url", path), mimeType, name }), metadata });
     case "data":
-      return compact({ kind: "data", data: o.data, metadata });
+      return compact({ kind: "data", data: o.data, mimeType, name, metadata });
   }
 }
 
@@ -144,7 +144,7 @@ function encPart(p: Part): Obj {
         metadata: p.metadata,
       });
     case "data":
-      return compact({ data: p.data, metadata: p.metadata });
+      return compact({ data: p.data, mediaType: p.mimeType, filename: p.name, metadata: p.metadata });
   }
 }
 

@@ -10,6 +10,7 @@ import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js"
 import { invalidParams, validate } from "../../contract/validate.js";
 import { jsonRpcError } from "../../protocol/errors.js";
 import { camelizeKeys } from "../../protocol/keys.js";
+import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import { hasScope, type Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
 import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
@@ -138,7 +139,9 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
         throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
-      const params = method.surface === "core" ? (camelizeKeys(req.params ?? {}) as Record<string, unknown>) : ((req.params ?? {}) as Record<string, unknown>);
+      // 1.0 params are ProtoJSON (proto field names folded per the params schema); 0.3 keeps its camelizing.
+      const given = req.params ?? {};
+      const params = (method.surface !== "core" ? given : method.line === "1.0" ? normalizeProtoJson(method.params_schema, given) : camelizeKeys(given)) as Record<string, unknown>;
       const verdict = await validate(method.params_schema, params);
       if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
       const handler = deps.registry.get(method.name);

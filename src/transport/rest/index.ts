@@ -7,7 +7,7 @@ import type { Context, Next } from "koa";
 import type { Catalog, ProtocolLine, RouteEntry } from "../../contract/catalog.js";
 import { A2AError, toA2AError } from "../../contract/errors.js";
 import { invalidParams, validate } from "../../contract/validate.js";
-import { camelizeKeys } from "../../protocol/keys.js";
+import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import type { Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
@@ -101,11 +101,19 @@ function parseBody(ctx: Context): unknown {
   }
 }
 
-function routeParams(ctx: Context, body: unknown): Record<string, unknown> {
+/**
+ * Path, query and body of a route call. Query parameter names follow the proto3 JSON rules like bodies do: the
+ * proto field names (`history_length`, `page_size`, …) are folded into the declared names of the operation's 1.0
+ * request message (`querySchema`; the `/v1` routes take the same query fields).
+ */
+function routeParams(ctx: Context, body: unknown, querySchema: string | undefined): Record<string, unknown> {
   const path = ctx.params as Record<string, string>;
+  let query: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(ctx.query)) if (k !== "A2A-Version" && v !== undefined) query[k] = v;
+  if (querySchema !== undefined) query = normalizeProtoJson(querySchema, query) as Record<string, unknown>;
   const params: Record<string, unknown> = {};
   // The path names the resource: a query parameter of the same name never overrides it.
-  for (const [k, v] of Object.entries(ctx.query)) if (k !== "A2A-Version" && v !== undefined && !(k in path)) params[k] = v;
+  for (const [k, v] of Object.entries(query)) if (!(k in path)) params[k] = v;
   Object.assign(params, path);
   if (body !== undefined) params.body = body;
   return params;
@@ -120,6 +128,7 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
     const perLine = new Map(
       deps.catalog.protocol_lines.map((l) => [l, { method: methodForOperation(deps.catalog, l, route.operation!), schema: bodySchemaFor(deps.catalog, route, l) }]),
     );
+    const querySchema = route.body_schema === null ? methodForOperation(deps.catalog, "1.0", route.operation!)?.params_schema : undefined;
     const handle: RouteHandler = async (ctx: Context, next: Next) => {
       // `{id}` never swallows a literal suffix: `GET /tasks/x:cancel` is not `GET /tasks/{id}` with id "x:cancel".
       if (Object.values(ctx.params as Record<string, string>).some((v) => v.includes(":"))) return next();
@@ -132,14 +141,15 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       let body = parseBody(ctx);
       if (schema) {
         if (body === undefined) throw new A2AError("INVALID_PARAMS", "A JSON request body is required", { field: "(body)" });
-        body = camelizeKeys(body);
+        // ProtoJSON (0.3 REST and 1.0): proto field names folded into the declared ones before validation.
+        body = normalizeProtoJson(schema, body);
         const verdict = await validate(schema, body);
         if (!verdict.ok) throw invalidParams("Invalid request body", verdict.violations);
       }
       const principal = state.principal as Principal;
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
-      const params = routeParams(ctx, body);
+      const params = routeParams(ctx, body, querySchema);
       const audit: AuditCall = { method: `${route.verb} ${route.path}`, params };
       state.calls?.push(audit);
       const result = await invoke(handler, params, { line, principal, transport: "rest", method }, deps.limits, route.streaming);
