@@ -363,7 +363,7 @@ export class TaskRuntime {
       });
     }
     const acceptedOutputModes = modes !== undefined && modes.length > 0 ? modes : [TEXT_PLAIN, "application/json"];
-    const parts = toPromptParts(message); // refuses what OpenCode cannot take before anything is created
+    const parts = toPromptParts(message); // data parts become framed JSON text; refuses what OpenCode cannot take, before anything is created
     const metadata = { ...(params.metadata ?? {}), ...(message.metadata ?? {}) };
     const routing = resolveRouting(metadata, this.opts.routing);
 
