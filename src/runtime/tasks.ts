@@ -58,6 +58,8 @@ export interface RuntimeOptions {
   artifacts?: TurnArtifactOptions;
   /** Where store write failures and recoveries are recorded (/health reports it). */
   storeHealth?: StoreHealth;
+  /** A2A_MAX_RUNNING_TASKS and A2A_TASK_QUEUE_LIMIT (default: 32 running, 1000 waiting). */
+  admission?: { maxRunning: number; queueLimit: number };
   /** The interrupt registry; settable after construction (it needs the runtime itself). */
   interrupts?: InterruptHooks;
   /** Push notifications (src/push): told of every state change; settable after construction. */
@@ -243,6 +245,11 @@ export class TaskRuntime {
   /** Set by shutdown(): turns still running are left as stored (the next start marks them failed). */
   #stopped = false;
   readonly #health: StoreHealth;
+  /** Tasks whose turn runs (admitted); the ones in `working` count against A2A_MAX_RUNNING_TASKS. */
+  readonly #admitted = new Set<LiveTask>();
+  /** Tasks waiting for a turn, per principal (served round robin, oldest first within a principal). */
+  readonly #waiting = new Map<string, { live: LiveTask; begin: () => void }[]>();
+  #queued = 0;
   /** Terminal snapshots the store refused (full disk, …): saved again once it takes writes. */
   readonly #unsaved = new Map<string, Task>();
   #unsavedTimer: NodeJS.Timeout | undefined;
@@ -251,6 +258,39 @@ export class TaskRuntime {
   constructor(private readonly opts: RuntimeOptions) {
     this.#health = opts.storeHealth ?? new StoreHealth();
     this.#health.onRecovered(() => this.#retryUnsaved());
+  }
+
+  /** Turns running (working) and tasks waiting for one, for /health and metrics. */
+  admission(): { running: number; queued: number; max_running: number; queue_limit: number } {
+    const { maxRunning, queueLimit } = this.#limits;
+    return { running: this.#running(), queued: this.#queued, max_running: maxRunning, queue_limit: queueLimit };
+  }
+
+  get #limits(): { maxRunning: number; queueLimit: number } {
+    return this.opts.admission ?? { maxRunning: 32, queueLimit: 1_000 };
+  }
+
+  #running(): number {
+    let n = 0;
+    for (const live of this.#admitted) if (live.state === "working") n++;
+    return n;
+  }
+
+  /** Starts waiting tasks while turns are free: one principal after the other, each its oldest task first. */
+  #drain(): void {
+    const { maxRunning } = this.#limits;
+    while (this.#queued > 0 && this.#running() < maxRunning) {
+      const next = this.#waiting.entries().next().value as [string, { live: LiveTask; begin: () => void }[]] | undefined;
+      if (next === undefined) break;
+      const [owner, line] = next;
+      const item = line.shift();
+      this.#waiting.delete(owner);
+      if (line.length > 0) this.#waiting.set(owner, line); // to the back: the other principals go first
+      if (item === undefined) continue;
+      this.#queued--;
+      if (isTerminal(item.live.state) || this.#stopped) continue; // canceled while it waited
+      item.begin();
+    }
   }
 
   /** Whether the store takes writes (for /health). */
@@ -415,6 +455,19 @@ export class TaskRuntime {
         ? undefined
         : await this.opts.sessions.resolve(principal, contextId, metadata, routing, sessionTitle(message));
 
+    // Admission: a free turn, or a place in the bounded queue; else refused before anything is created.
+    const { maxRunning, queueLimit } = this.#limits;
+    const admitNow = this.#queued === 0 && this.#running() < maxRunning;
+    if (!admitNow && this.#queued >= queueLimit) {
+      const retry = Math.min(30, Math.max(1, Math.ceil(this.#queued / maxRunning)));
+      throw new A2AError(
+        "TASK_QUEUE_FULL",
+        `${this.#running()} tasks are running and ${this.#queued} waiting (A2A_MAX_RUNNING_TASKS=${maxRunning}, A2A_TASK_QUEUE_LIMIT=${queueLimit}); retry in ${retry} s`,
+        { running: this.#running(), queued: this.#queued, limit: queueLimit, retry_after_seconds: retry },
+        { headers: { "Retry-After": String(retry) } },
+      );
+    }
+
     const taskId = randomUUID();
     // The message was decoded from this request alone (nothing else holds it): kept as is, no copy.
     const userMessage: Message = { ...message, taskId, contextId, role: "user" };
@@ -448,10 +501,35 @@ export class TaskRuntime {
       }
     }
     const queue = attach?.(live) as T;
-    void this.#run(live, principal, params, parts, routing, acceptedOutputModes, preResolved).catch((error: unknown) => {
-      this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");
-      this.#fail(live, asTaskError(error));
-    });
+    const begin = (): void => {
+      this.#admitted.add(live);
+      void this.#run(live, principal, params, parts, routing, acceptedOutputModes, preResolved)
+        .catch((error: unknown) => {
+          this.opts.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "turn crashed");
+          this.#fail(live, asTaskError(error));
+        })
+        .finally(() => {
+          this.#admitted.delete(live);
+          this.#drain();
+        });
+    };
+    if (admitNow) begin();
+    else {
+      const line = this.#waiting.get(principal.id) ?? [];
+      line.push({ live, begin });
+      this.#waiting.set(principal.id, line);
+      this.#queued++;
+      this.opts.metrics.tasksQueued.inc();
+      const status = { state: "working" as const, timestamp: now() };
+      live.fanout.publish({
+        kind: "status-update",
+        taskId,
+        contextId,
+        status,
+        final: false,
+        metadata: { shared: { progress: { type: "queued", part_id: `${taskId}:queued`, position: this.#queued } } },
+      });
+    }
     return Object.assign(live, { queue });
   }
 
@@ -724,6 +802,7 @@ export class TaskRuntime {
       }
     }
     live.task.status = event.status;
+    if (changed && this.#queued > 0 && event.status.state !== "working") queueMicrotask(() => this.#drain());
     if (changed) {
       if (interrupt !== undefined) live.task.metadata = mergeShared(live.task.metadata, { interrupt });
       this.#saveState(live.task, event);
@@ -965,6 +1044,17 @@ export class TaskRuntime {
     });
     live.fanout.close();
     live.wake();
+    if (this.#queued > 0) {
+      // A task that ends while it waits (canceled) gives its place back at once.
+      const line = this.#waiting.get(live.owner);
+      const index = line?.findIndex((w) => w.live === live) ?? -1;
+      if (line !== undefined && index >= 0) {
+        line.splice(index, 1);
+        this.#queued--;
+        if (line.length === 0) this.#waiting.delete(live.owner);
+      }
+      queueMicrotask(() => this.#drain());
+    }
   }
 
   // ---- get / list -----------------------------------------------------------------------------------------

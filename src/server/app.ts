@@ -143,7 +143,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const storeHealth = new StoreHealth();
   const discovery = new Discovery({
     catalog,
-    ...(deps.upstream === undefined ? {} : { upstream: deps.upstream, store: () => storeHealth.status() }),
+    ...(deps.upstream === undefined ? {} : { upstream: deps.upstream, store: () => storeHealth.status(), tasks: () => runtime?.admission() }),
     facts,
     auth,
     cardMaxAgeSeconds: config.cardMaxAgeSeconds,
@@ -182,7 +182,11 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       reconnectGraceMs: config.turnReconnectGrace * 1000,
       artifacts: { changes: config.artifactChanges, fileMaxBytes: config.artifactFileMaxBytes },
       storeHealth,
+      admission: { maxRunning: config.maxRunningTasks, queueLimit: config.taskQueueLimit },
     });
+    const admitted = runtime;
+    metrics.readAtScrape("a2a_tasks_running", "Turns running in OpenCode (working tasks; A2A_MAX_RUNNING_TASKS)", () => admitted.admission().running);
+    metrics.readAtScrape("a2a_tasks_waiting", "Tasks waiting for a free turn (A2A_TASK_QUEUE_LIMIT)", () => admitted.admission().queued);
     if (facts.pushNotifications) {
       const tasks = runtime;
       const store = storage;

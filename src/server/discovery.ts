@@ -44,6 +44,8 @@ export interface DiscoveryDeps {
   upstream?: Pick<Upstream, "status">;
   /** Whether the task store takes writes (absent without a store). */
   store?: () => StoreHealthStatus;
+  /** Running and waiting tasks (absent without a task runtime). */
+  tasks?: () => Record<string, number> | undefined;
   facts: DeploymentFacts;
   identity: CardIdentity;
   auth: CredentialResolver;
@@ -143,6 +145,7 @@ export class Discovery {
               },
             }),
         ...(store === undefined ? {} : { store }),
+        ...(this.deps.tasks?.() === undefined ? {} : { tasks: this.deps.tasks() }),
         profile: buildRuntimeProfile(facts),
         wire_contract: buildWireContract(catalog, line, facts),
         compatibility_profile: buildCompatibilityProfile(catalog, line, facts),

@@ -22,8 +22,13 @@ export interface UpstreamClientOptions {
   timeoutMs: number;
   /** OPENCODE_TIMEOUT_STREAM in ms: calls made on behalf of a streaming request (0 = none). */
   streamTimeoutMs: number;
-  /** OPENCODE_MAX_CONCURRENT_REQUESTS (0 = unlimited): calls beyond it fail at once with UPSTREAM_BACKPRESSURE. */
+  /** OPENCODE_MAX_CONCURRENT_REQUESTS (0 = unlimited): calls beyond it wait for a free slot, in arrival order. */
   maxConcurrentRequests: number;
+  /**
+   * OPENCODE_MAX_QUEUED_REQUESTS: calls that may wait for a slot (default 1024); more fail at once with
+   * UPSTREAM_BACKPRESSURE, and so does a call whose timeout passes while it waits.
+   */
+  maxQueuedRequests?: number;
   /** A fetch for the generated client; unset: calls run on ./transport.ts (node:http with keep-alive, see ./request.ts). */
   fetch?: typeof fetch;
 }
@@ -64,6 +69,8 @@ export interface UpstreamStats {
   calls: number;
   failures: Record<string, number>;
   rejectedByBudget: number;
+  /** Calls waiting for a slot. */
+  queued: number;
 }
 
 /** `Authorization: Basic` value for OpenCode's OPENCODE_SERVER_USERNAME / OPENCODE_SERVER_PASSWORD. */
@@ -116,6 +123,9 @@ export class UpstreamClient {
     this.client.setConfig({ baseUrl: this.#baseUrl });
   }
 
+  /** Calls waiting for a budget slot, oldest first. */
+  readonly #waiting: (() => void)[] = [];
+
   stats(): UpstreamStats {
     return {
       inFlight: this.#inFlight,
@@ -123,6 +133,7 @@ export class UpstreamClient {
       calls: this.#calls,
       failures: { ...this.#failures },
       rejectedByBudget: this.#rejected,
+      queued: this.#waiting.length,
     };
   }
 
@@ -142,18 +153,6 @@ export class UpstreamClient {
   async call<T>(operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>, opts: CallOptions = {}): Promise<T> {
     const max = this.options.maxConcurrentRequests;
     const budgeted = opts.budget !== false;
-    if (budgeted && max > 0 && this.#inFlight >= max) {
-      this.#rejected++;
-      throw this.#count(
-        new UpstreamError({
-          kind: "backpressure",
-          operation,
-          detail: `${this.#inFlight} upstream calls in flight (OPENCODE_MAX_CONCURRENT_REQUESTS=${max})`,
-          limit: max,
-          retryAfterSeconds: 1,
-        }),
-      );
-    }
     const timeoutMs =
       opts.timeout === false
         ? 0
@@ -180,6 +179,17 @@ export class UpstreamClient {
       timedOut: false,
       ...(timeoutMs > 0 ? { timeoutSeconds: timeoutMs / 1000 } : {}),
     };
+    if (budgeted && max > 0 && this.#inFlight >= max) {
+      // Every slot is taken: wait for one (FIFO) instead of failing; a full queue, the call's timeout or the
+      // caller's abort ends the wait.
+      try {
+        await this.#slot(operation, max, controller.signal);
+      } catch (error) {
+        if (timer !== undefined) clearTimeout(timer);
+        opts.signal?.removeEventListener("abort", onCallerAbort);
+        throw this.#count(error instanceof UpstreamError ? error : classifyThrown(error, operation, { ...context, timedOut }));
+      }
+    }
     if (budgeted) this.#inFlight++;
     this.#calls++;
     try {
@@ -206,8 +216,40 @@ export class UpstreamClient {
     } finally {
       if (timer !== undefined) clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onCallerAbort);
-      if (budgeted) this.#inFlight--;
+      if (budgeted) {
+        this.#inFlight--;
+        this.#waiting.shift()?.();
+      }
     }
+  }
+
+  /** Resolves when a budget slot is free (the finishing call hands it over); rejects as described at call(). */
+  #slot(operation: string, max: number, signal: AbortSignal): Promise<void> {
+    const limit = this.options.maxQueuedRequests ?? 1024;
+    const busy = (detail: string): UpstreamError => {
+      this.#rejected++;
+      return new UpstreamError({ kind: "backpressure", operation, detail, limit: max, retryAfterSeconds: 1 });
+    };
+    if (this.#waiting.length >= limit) {
+      return Promise.reject(busy(`${this.#inFlight} upstream calls in flight (OPENCODE_MAX_CONCURRENT_REQUESTS=${max}) and ${this.#waiting.length} waiting (OPENCODE_MAX_QUEUED_REQUESTS=${limit})`));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const wake = (): void => {
+        signal.removeEventListener("abort", onAbort);
+        // The slot was freed for this call: it runs now (call() counts it in flight).
+        resolve();
+      };
+      const onAbort = (): void => {
+        const index = this.#waiting.indexOf(wake);
+        if (index >= 0) this.#waiting.splice(index, 1);
+        reject(signal.reason instanceof DOMException && signal.reason.name === "TimeoutError"
+          ? busy(`no upstream call slot became free before the call's timeout (OPENCODE_MAX_CONCURRENT_REQUESTS=${max})`)
+          : signal.reason);
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#waiting.push(wake);
+    });
   }
 
   #count(error: UpstreamError): UpstreamError {

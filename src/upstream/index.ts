@@ -79,6 +79,7 @@ export async function startUpstream(config: Config, log: Logger, opts: StartUpst
     timeoutMs: config.opencodeTimeout * 1000,
     streamTimeoutMs: config.opencodeStreamTimeout * 1000,
     maxConcurrentRequests: config.opencodeMaxRequests,
+    maxQueuedRequests: config.opencodeMaxQueuedRequests,
   });
   const hub = new EventHub({
     upstream: client,

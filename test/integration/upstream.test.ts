@@ -154,14 +154,19 @@ describe("UpstreamClient", () => {
     expect((await failure(client.createSession({ title: "x" }))).kind).toBe("unreachable");
   });
 
-  it("fails fast beyond OPENCODE_MAX_CONCURRENT_REQUESTS, but never blocks an abort", async () => {
-    const { client } = open(stub.url, { maxConcurrentRequests: 2 });
+  it("queues calls beyond OPENCODE_MAX_CONCURRENT_REQUESTS in arrival order, fails fast beyond OPENCODE_MAX_QUEUED_REQUESTS, and never blocks an abort", async () => {
+    const { client } = open(stub.url, { maxConcurrentRequests: 2, maxQueuedRequests: 1 });
     const session = await client.createSession({ title: "budget" });
     stub.failNext(`GET /session/${session.id}`, { delayMs: 400 });
     stub.failNext(`GET /session/${session.id}`, { delayMs: 400 });
     const slow = [client.getSession(session.id), client.getSession(session.id)];
     await new Promise((r) => setTimeout(r, 50));
     expect(client.stats().inFlight).toBe(2);
+    // The third call waits for a slot instead of failing, and runs once one is free.
+    const waited = client.getSession(session.id);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(client.stats()).toMatchObject({ inFlight: 2, queued: 1 });
+    // The fourth finds the waiting line full: it fails at once, typed and retryable.
     const started = Date.now();
     const rejected = await failure(client.getSession(session.id));
     expect(Date.now() - started).toBeLessThan(100);
@@ -169,8 +174,21 @@ describe("UpstreamClient", () => {
     expect(rejected.toA2AError()).toMatchObject({ reason: "UPSTREAM_BACKPRESSURE", data: { limit: 2 }, options: { headers: { "Retry-After": "1" } } });
     expect(await client.abort(session.id)).toBe(true);
     await Promise.all(slow);
-    expect(client.stats()).toMatchObject({ inFlight: 0, rejectedByBudget: 1 });
+    expect((await waited).id).toBe(session.id);
+    expect(client.stats()).toMatchObject({ inFlight: 0, queued: 0, rejectedByBudget: 1 });
     expect((await client.getSession(session.id)).id).toBe(session.id);
+  });
+
+  it("a call that waits for a slot past its timeout fails with UPSTREAM_BACKPRESSURE", async () => {
+    const { client } = open(stub.url, { maxConcurrentRequests: 1, timeoutMs: 150 });
+    const session = await client.createSession({ title: "budget timeout" });
+    stub.failNext(`GET /session/${session.id}`, { delayMs: 400 });
+    const slow = client.getSession(session.id, { timeout: 2_000 });
+    await new Promise((r) => setTimeout(r, 30));
+    const waited = await failure(client.getSession(session.id));
+    expect(waited.kind).toBe("backpressure");
+    expect((await slow).id).toBe(session.id);
+    expect(client.stats()).toMatchObject({ inFlight: 0, queued: 0 });
   });
 
   it("cancels a call when the caller's signal aborts", async () => {
