@@ -77,7 +77,7 @@ export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts
       cancel: {
         idempotency: {
           already_canceled: { behavior: "return_current_terminal_task", returns_current_state: "canceled", error: null },
-          other_terminal_states: { error: "TASK_NOT_CANCELABLE", code: -32002 },
+          other_terminal_states: { error: "TASK_NOT_CANCELABLE", code: -32002, http_status: 409 },
         },
         upstream_abort: "best_effort_within_A2A_CANCEL_ABORT_TIMEOUT_SECONDS",
       },
