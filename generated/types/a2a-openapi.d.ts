@@ -13,8 +13,9 @@ export interface paths {
          * @description The JSON-RPC 2.0 endpoint of both lines. 0.3 methods use slash names (`message/send`), 1.0 methods PascalCase
          *     (`SendMessage`); extension methods (`opencode.*`, `a2a.interrupt.*`) are served on both lines. The method
          *     catalog (names, params schemas, errors, scopes) is in `x-opencode-a2a-catalog` and in the extended agent card.
-         *     Notifications (no `id`) answer 204. Streaming methods answer `text/event-stream`, one JSON-RPC response per
-         *     `data:` line.
+         *     A request without `id` is a notification (no answer; 204 when nothing else in the request is answered) only
+         *     when it is a valid call of an extension method: A2A defines no notifications on its core methods, so an id-less
+         *     core call is answered (result or error, `id: null`, as the
          */
         post: operations["Transport_jsonrpc"];
         delete?: never;

@@ -73,6 +73,20 @@ function httpEndpoints(catalog: Catalog, line: ProtocolLine): string[] {
 export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts, "pushNotifications"> = defaultDeploymentFacts): Record<string, unknown> {
   return {
     classification: "service-level-semantic-enhancement",
+    jsonrpc_requests_without_id: {
+      extension_method: { behavior: "notification", http_status: 204, note: "a valid call runs and gets no answer, not even its failure" },
+      core_method: {
+        behavior: "answered",
+        id: null,
+        note: "A2A defines no notifications on its core methods: the result or error is answered with id null (as the @a2a-js/sdk server does)",
+      },
+      refused_before_running: {
+        behavior: "answered",
+        id: null,
+        errors: ["INVALID_REQUEST", "METHOD_NOT_SUPPORTED", "SCOPE_INSUFFICIENT", "INVALID_PARAMS", "RATE_LIMITED"],
+      },
+      batches: "the same rule per call; a batch answers 204 only when every call is a notification",
+    },
     methods: {
       cancel: {
         idempotency: {

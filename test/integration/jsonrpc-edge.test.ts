@@ -97,7 +97,9 @@ const cases: Array<[string, Record<string, string>, string | Buffer, string?]> =
   ["an empty batch", { ...auth, ...json }, "[]"],
   ["a batch with a notification and an unknown method", { ...auth, ...json }, `[${call("tasks/get", { id: "a" })},{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"b"}},${call("no/such", {}, "u")}]`],
   ["invalid params", { ...auth, ...json }, call("tasks/get", { id: 5 })],
-  ["a notification alone", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"n"}}'],
+  ["an id-less core call alone (answered, id null)", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"n"}}'],
+  ["an id-less call with invalid params (answered, id null)", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"tasks/get","params":{}}'],
+  ["an extension notification alone (204)", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"opencode.providers.list","params":{}}'],
   ["an empty body", { ...auth, ...json }, ""],
 ];
 

@@ -121,8 +121,11 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       }
       if (req.jsonrpc !== "2.0") throw invalidRequest('jsonrpc must be exactly "2.0"', "jsonrpc");
       if (typeof req.method !== "string" || req.method === "") throw invalidRequest("method must be a non-empty string", "method");
-      // Only a valid request without an id is a notification; an invalid one is answered (id null), as JSON-RPC 2.0 §5 says.
-      notification = !("id" in req);
+      // A2A defines no notifications on its core methods, and a call that is refused before it runs (unknown method,
+      // missing scope or extension, invalid params) is answered with id null, as the official JS SDK server does:
+      // only a valid id-less call to an extension method is a notification (no answer, HTTP 204). Decided just
+      // before dispatch, below.
+      const idless = !("id" in req);
       const candidate = byName.get(req.method);
       line = lineFor(candidate, state);
       if (!candidate && !state.explicitVersion && PASCAL.test(req.method)) line = "1.0";
@@ -143,6 +146,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
+      notification = idless && method.surface === "extension";
       const result = await invoke(handler, params, { line, principal, transport: "jsonrpc", method }, deps.limits, method.streaming);
       if (result instanceof EventStream) {
         // A notification cannot receive a stream: release it at once.
@@ -160,15 +164,12 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     }
   }
 
-  /** Answer every call of a refused request with RATE_LIMITED under its own id (notifications get nothing). */
+  /** Answer every call of a refused request with RATE_LIMITED under its own id (id null without one: none of them ran). */
   function refuseAll(requests: unknown[], error: A2AError, line: ProtocolLine): Response[] {
-    const out: Response[] = [];
-    for (const raw of requests) {
+    return requests.map((raw) => {
       const req = raw !== null && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
-      if (req !== undefined && !("id" in req)) continue;
-      out.push({ jsonrpc: "2.0", id: req !== undefined && isId(req.id) ? req.id : null, error: jsonRpcError(line, error) });
-    }
-    return out;
+      return { jsonrpc: "2.0", id: req !== undefined && isId(req.id) ? req.id : null, error: jsonRpcError(line, error) };
+    });
   }
 
   const payloads = deps.payloads;
@@ -195,7 +196,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     if (limited) {
       if (payloads !== undefined) logRefused(payloads, Array.isArray(body) ? body : [body], limited, state.line);
       const refused = refuseAll(Array.isArray(body) ? body : [body], limited, state.line);
-      if (refused.length === 0) ex.noContent();
+      if (refused.length === 0) ex.json({ jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, limited) }); // an empty batch
       else ex.json(Array.isArray(body) ? refused : refused[0]);
       return;
     }
