@@ -173,7 +173,7 @@ export const variables = {
   allowedHosts: list("A2A_ALLOWED_HOSTS", "Accepted `Host` header values (`name` for any port, `name:port`, or `*`); others get 421 HOST_NOT_ALLOWED (DNS-rebinding guard). Default: the host of A2A_PUBLIC_URL, the bind address, `localhost`, `127.0.0.1` and `[::1]`."),
   auditEnabled: bool("A2A_AUDIT_LOG_ENABLED", true, "Record every authenticated call (principal, credential, method, task/session, outcome; no bodies, no secrets) in the store; admins read it at `GET /admin/audit`."),
   auditRetentionDays: seconds("A2A_AUDIT_RETENTION_DAYS", 30, 0, 36_500, "Audit entries older than this many days are pruned (0 = keep forever)."),
-  defaultLine: oneOf("A2A_DEFAULT_PROTOCOL_VERSION", ["0.3", "1.0"] as const, "0.3", "Protocol line used when a request carries no `A2A-Version` (card shape, root REST paths, errors)."),
+  defaultLine: oneOf("A2A_DEFAULT_PROTOCOL_VERSION", ["0.3", "1.0"] as const, "0.3", "Protocol line used when a request carries no `A2A-Version` (root REST paths, errors, the contracts in the extended card of both lines). The cards asked without a version serve both lines either way."),
   title: str("A2A_TITLE", "OpenCode A2A", "Agent name in the cards."),
   description: str("A2A_DESCRIPTION", "A2A gateway in front of an OpenCode coding agent", "Agent description in the cards."),
   agentVersion: str("A2A_VERSION", undefined, "Agent version in the cards; default: the package version."),

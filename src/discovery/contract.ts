@@ -73,6 +73,20 @@ function httpEndpoints(catalog: Catalog, line: ProtocolLine): string[] {
 export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts, "pushNotifications"> = defaultDeploymentFacts): Record<string, unknown> {
   return {
     classification: "service-level-semantic-enhancement",
+    discovery: {
+      card_without_version: {
+        shape: "both_lines",
+        note: "GET of /.well-known/agent-card.json (alias /.well-known/agent.json), /agent/authenticatedExtendedCard or /extendedAgentCard without A2A-Version (header or query): one card valid as a 0.3 and as a 1.0 AgentCard, as the @a2a-js/sdk server's header-less card",
+        fields_0_3: ["protocolVersion", "url", "preferredTransport", "additionalInterfaces", "supportsAuthenticatedExtendedCard", "security"],
+        fields_1_0: ["supportedInterfaces", "securityRequirements", "capabilities.extendedAgentCard"],
+        supported_interfaces_order: "1.0 entries first, then 0.3 entries with protocolVersion 0.3",
+        security_schemes: "each scheme carries the 0.3 members (type, scheme | in, name) and the 1.0 oneof member",
+        extended_card_extension_params: "the default line's (A2A_DEFAULT_PROTOCOL_VERSION)",
+      },
+      card_with_version: "that line's card alone",
+      v0_3_rest_card: "GET /v1/card is always the 0.3 card",
+      caching: { vary: "A2A-Version", etag: "weak, one per shape (0.3, 1.0, both lines)", if_none_match: 304 },
+    },
     jsonrpc_requests_without_id: {
       extension_method: { behavior: "notification", http_status: 204, note: "a valid call runs and gets no answer, not even its failure" },
       core_method: {

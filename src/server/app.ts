@@ -219,7 +219,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
           log: log.child({ component: "extensions" }),
         });
   const registry = buildMethodRegistry(catalog, {
-    extendedCard: (line) => discovery.cardObject(line, true),
+    extendedCard: (shape) => discovery.cardObject(shape, true),
     ...(runtime === undefined ? {} : { tasks: runtime }),
     ...(push === undefined ? {} : { push }),
     ...(extensions === undefined ? {} : { extensions }),
