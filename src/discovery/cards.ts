@@ -77,12 +77,13 @@ function extensionParams(catalog: Catalog, ext: ExtensionEntry, line: ProtocolLi
   return { name: ext.name, audience: ext.audience };
 }
 
+/** The card's extensions: public ones (every one in the extended card) and, always, the required ones (A2A_REQUIRED_EXTENSIONS), so a client can see what it must activate. */
 function extensionsFor(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts, extended: boolean) {
   return catalog.extensions
-    .filter((e) => extended || e.disclosure === "public")
+    .filter((e) => extended || e.disclosure === "public" || facts.requiredExtensions.includes(e.uri))
     .map((e) => {
       const params = extensionParams(catalog, e, line, facts, extended);
-      return { uri: e.uri, description: e.description, required: false, ...(params ? { params } : {}) };
+      return { uri: e.uri, description: e.description, required: facts.requiredExtensions.includes(e.uri), ...(params ? { params } : {}) };
     });
 }
 

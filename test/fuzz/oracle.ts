@@ -33,9 +33,9 @@ const RPC_TRANSPORT_LEVEL = new Set(["UNAUTHENTICATED", "PAYLOAD_TOO_LARGE", "CO
 /** Raised before the JSON-RPC id is known: these answer `id: null` whatever the request carried. */
 const BEFORE_ID = new Set([...RPC_TRANSPORT_LEVEL, "PARSE_ERROR", "VERSION_NOT_SUPPORTED"]);
 /** Envelope-level errors any JSON-RPC call may get, besides the ones its method declares. */
-const RPC_ENVELOPE = new Set([...BEFORE_ID, "INVALID_REQUEST", "METHOD_NOT_SUPPORTED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT"]);
+const RPC_ENVELOPE = new Set([...BEFORE_ID, "INVALID_REQUEST", "METHOD_NOT_SUPPORTED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT", "EXTENSION_SUPPORT_REQUIRED"]);
 /** Edge errors any REST request may get, besides the ones its route declares. */
-const REST_EDGE = new Set([...BEFORE_ID, "ROUTE_NOT_FOUND", "HTTP_METHOD_NOT_ALLOWED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT"]);
+const REST_EDGE = new Set([...BEFORE_ID, "ROUTE_NOT_FOUND", "HTTP_METHOD_NOT_ALLOWED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT", "EXTENSION_SUPPORT_REQUIRED"]);
 /** Reasons that mean the gateway failed internally (never acceptable for client input). */
 const INTERNAL = new Set(["INTERNAL_ERROR", "INVALID_AGENT_RESPONSE"]);
 

@@ -18,6 +18,7 @@ import type { AuditCall, RequestState } from "../../server/state.js";
 import { invoke, json } from "../http.js";
 import { EventStream } from "../../operations/stream.js";
 import type { PayloadLog } from "../../logging/payloads.js";
+import { DISCOVERY_OPERATIONS, type ExtensionPolicy } from "../../protocol/extensions.js";
 import { sendEventStream, type SseFraming, type StreamBudget } from "../sse.js";
 
 type Id = string | number | null;
@@ -36,6 +37,8 @@ export interface JsonRpcDeps {
   streamBudget: StreamBudget;
   /** A2A_LOG_PAYLOADS at debug: every call's params and answer (absent = off; see src/logging/payloads.ts). */
   payloads?: PayloadLog | undefined;
+  /** Required extensions (A2A_REQUIRED_EXTENSIONS); the request's activation is in its state. */
+  extensions: ExtensionPolicy;
 }
 
 const PASCAL = /^[A-Z][A-Za-z]+$/;
@@ -138,6 +141,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       const principal = state.principal as Principal;
       if (!hasScope(principal, method.scope))
         throw new A2AError("SCOPE_INSUFFICIENT", `${method.name} needs the ${method.scope} scope`, { method: method.name, required_scope: method.scope });
+      if (method.operation === null || !DISCOVERY_OPERATIONS.has(method.operation)) deps.extensions.check(state.extensions, line, method.name);
       if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
         throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
@@ -182,6 +186,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
 
   return async function jsonrpc(ex: RpcExchange): Promise<void> {
     const state = ex.state;
+    if (state.extensions !== undefined) ex.setHeaders(state.extensions.echo);
     let body: unknown;
     try {
       body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));
