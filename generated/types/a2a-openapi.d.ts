@@ -13,8 +13,9 @@ export interface paths {
          * @description The JSON-RPC 2.0 endpoint of both lines. 0.3 methods use slash names (`message/send`), 1.0 methods PascalCase
          *     (`SendMessage`); extension methods (`opencode.*`, `a2a.interrupt.*`) are served on both lines. The method
          *     catalog (names, params schemas, errors, scopes) is in `x-opencode-a2a-catalog` and in the extended agent card.
-         *     Notifications (no `id`) answer 204. Streaming methods answer `text/event-stream`, one JSON-RPC response per
-         *     `data:` line.
+         *     A request without `id` is a notification (no answer; 204 when nothing else in the request is answered) only
+         *     when it is a valid call of an extension method: A2A defines no notifications on its core methods, so an id-less
+         *     core call is answered (result or error, `id: null`, as the
          */
         post: operations["Transport_jsonrpc"];
         delete?: never;
@@ -30,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Public agent card; its shape follows `A2A-Version` (absent → the default line). */
+        /**
+         * @description Public agent card. With `A2A-Version` (header or `?A2A-Version=`) it is that line's card alone. Without one it is
+         *     one card that serves both lines (valid as a 0.3 and as a 1.0 AgentCard), laid out as the
+         */
         get: operations["Discovery_agentCard"];
         put?: never;
         post?: never;
@@ -47,7 +51,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Legacy alias of `/.well-known/agent-card.json` (A2A 0.2 clients). */
+        /** @description Legacy alias of `/.well-known/agent-card.json` (A2A 0.2 clients); the same cards, the same rule. */
         get: operations["Discovery_agentCardLegacy"];
         put?: never;
         post?: never;
@@ -84,7 +88,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Authenticated extended card (full contracts); shape follows `A2A-Version`. */
+        /**
+         * @description Authenticated extended card (full contracts); shape follows `A2A-Version` as for the public card: without one,
+         *     the card of both lines, whose line-specific extension params (wire contract, compatibility profile, error codes)
+         *     are the default line's. The 1.0 REST route `GET /extendedAgentCard` follows the same rule; `GET /v1/card` is
+         *     always 0.3; the JSON-RPC methods answer the card of the line they run on.
+         */
         get: operations["Discovery_extendedCard"];
         put?: never;
         post?: never;

@@ -1,7 +1,7 @@
 // Environment (+ optional .env) → one typed, validated Config. Every variable is declared once in `variables`;
 // the README's configuration table is checked against this list by test/unit/config.test.ts.
 import fs from "node:fs";
-import type { ProtocolLine } from "../contract/catalog.js";
+import { catalog, type ProtocolLine } from "../contract/catalog.js";
 import { DEFAULT_TASK_CACHE_SIZE } from "../storage/tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, parseStoreUrl } from "../storage/url.js";
 
@@ -147,6 +147,22 @@ function logLevel(): Variable<LogLevel> {
   };
 }
 
+/** A list of extension URIs, each one of the catalog's extensions (spec/extensions); anything else is a configuration error. */
+function extensionList(name: string, description: string): Variable<string[]> {
+  const base = list(name, description);
+  return {
+    ...base,
+    parse(raw, env) {
+      const uris = base.parse(raw, env);
+      const known = new Set(catalog.extensions.map((e) => e.uri));
+      const unknown = uris.filter((u) => !known.has(u));
+      if (unknown.length)
+        throw new Error(`${name}: unknown extension URI${unknown.length > 1 ? "s" : ""} ${unknown.map((u) => JSON.stringify(u)).join(", ")}; expected URIs of the catalog's extensions (the extended card lists them)`);
+      return [...new Set(uris)];
+    },
+  };
+}
+
 const SANDBOX_MODES = ["unknown", "read-only", "workspace-write", "danger-full-access", "custom"] as const;
 const FS_SCOPES = ["unknown", "workspace_only", "workspace_and_declared_roots", "unrestricted", "custom"] as const;
 const NETWORK = ["unknown", "disabled", "enabled", "restricted", "custom"] as const;
@@ -173,7 +189,7 @@ export const variables = {
   allowedHosts: list("A2A_ALLOWED_HOSTS", "Accepted `Host` header values (`name` for any port, `name:port`, or `*`); others get 421 HOST_NOT_ALLOWED (DNS-rebinding guard). Default: the host of A2A_PUBLIC_URL, the bind address, `localhost`, `127.0.0.1` and `[::1]`."),
   auditEnabled: bool("A2A_AUDIT_LOG_ENABLED", true, "Record every authenticated call (principal, credential, method, task/session, outcome; no bodies, no secrets) in the store; admins read it at `GET /admin/audit`."),
   auditRetentionDays: seconds("A2A_AUDIT_RETENTION_DAYS", 30, 0, 36_500, "Audit entries older than this many days are pruned (0 = keep forever)."),
-  defaultLine: oneOf("A2A_DEFAULT_PROTOCOL_VERSION", ["0.3", "1.0"] as const, "0.3", "Protocol line used when a request carries no `A2A-Version` (card shape, root REST paths, errors)."),
+  defaultLine: oneOf("A2A_DEFAULT_PROTOCOL_VERSION", ["0.3", "1.0"] as const, "0.3", "Protocol line used when a request carries no `A2A-Version` (root REST paths, errors, the contracts in the extended card of both lines). The cards asked without a version serve both lines either way."),
   title: str("A2A_TITLE", "OpenCode A2A", "Agent name in the cards."),
   description: str("A2A_DESCRIPTION", "A2A gateway in front of an OpenCode coding agent", "Agent description in the cards."),
   agentVersion: str("A2A_VERSION", undefined, "Agent version in the cards; default: the package version."),
@@ -184,6 +200,7 @@ export const variables = {
   logBodyLimit: int("A2A_LOG_BODY_LIMIT", 0, 0, 10_000_000, "Truncate logged bodies and event previews to this many characters (0 = no truncation)."),
   maxRequestBodyBytes: int("A2A_MAX_REQUEST_BODY_BYTES", 1_048_576, 1, 1_073_741_824, "Request body limit; larger bodies get HTTP 413 before routing."),
   gzipMinimumSize: int("A2A_HTTP_GZIP_MINIMUM_SIZE", 8192, 0, 1_073_741_824, "Gzip non-streaming responses at least this large when the client accepts gzip."),
+  requiredExtensions: extensionList("A2A_REQUIRED_EXTENSIONS", "Extension URIs (comma-separated, from the catalog's extensions) every A2A call must activate: the cards mark them `required: true` (the public card lists them), and a task, push-config or extension call whose `A2A-Extensions` / `X-A2A-Extensions` header does not list each of them is refused with EXTENSION_SUPPORT_REQUIRED (-32008; REST 400). Discovery (cards) and operational routes are exempt."),
   cardMaxAgeSeconds: int("A2A_CARD_MAX_AGE_SECONDS", 300, 0, 86_400, "`Cache-Control` max-age of the agent cards."),
   enableSessionShell: bool("A2A_ENABLE_SESSION_SHELL", false, "Enable the high-risk `opencode.sessions.shell` method."),
   enableWorkspaceMutations: bool("A2A_ENABLE_WORKSPACE_MUTATIONS", false, "Enable `opencode.workspaces.create/remove` and `opencode.worktrees.create/remove/reset`."),

@@ -77,16 +77,66 @@ function extensionParams(catalog: Catalog, ext: ExtensionEntry, line: ProtocolLi
   return { name: ext.name, audience: ext.audience };
 }
 
+/** The card's extensions: public ones (every one in the extended card) and, always, the required ones (A2A_REQUIRED_EXTENSIONS), so a client can see what it must activate. */
 function extensionsFor(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts, extended: boolean) {
   return catalog.extensions
-    .filter((e) => extended || e.disclosure === "public")
+    .filter((e) => extended || e.disclosure === "public" || facts.requiredExtensions.includes(e.uri))
     .map((e) => {
       const params = extensionParams(catalog, e, line, facts, extended);
-      return { uri: e.uri, description: e.description, required: false, ...(params ? { params } : {}) };
+      return { uri: e.uri, description: e.description, required: facts.requiredExtensions.includes(e.uri), ...(params ? { params } : {}) };
     });
 }
 
+/**
+ * Which card: one line's alone (`0.3`, `1.0`: the request named its version), or `dual`, the card a request without
+ * `A2A-Version` gets (DECISIONS 1): one card that serves both lines, laid out as the @a2a-js/sdk server's header-less
+ * card: the 0.3 discovery fields (`protocolVersion`, `url`, `preferredTransport`, `additionalInterfaces`,
+ * `supportsAuthenticatedExtendedCard`, `security`) plus the 1.0 `supportedInterfaces` (1.0 entries first, then the
+ * 0.3 ones stamped `protocolVersion: "0.3"`). Where the two lines differ in shape, both are there: capabilities
+ * carry `stateTransitionHistory` (0.3) and `extendedAgentCard` (1.0); each security scheme carries the 0.3 members
+ * (`type`, `scheme` / `in`, `name`) and the 1.0 oneof member (`httpAuthSecurityScheme` / `apiKeySecurityScheme`);
+ * `security` (0.3) and `securityRequirements` (1.0) both list the requirements. The SDK's own header-less card has
+ * the 0.3 security shapes only; the 1.0 members are added so a ProtoJSON parser finds its schemes too. In the extended
+ * card, the line-specific extension params (wire contract, compatibility profile, error codes) are the default line's
+ * (they name their `protocol_version`).
+ */
+export type CardShape = ProtocolLine | "dual";
+
 export function buildCard(
+  catalog: Catalog,
+  shape: CardShape,
+  extended: boolean,
+  identity: CardIdentity,
+  facts: DeploymentFacts,
+  auth: CredentialResolver,
+): Record<string, unknown> {
+  if (shape !== "dual") return buildLineCard(catalog, shape, extended, identity, facts, auth);
+  const old = buildLineCard(catalog, "0.3", extended, identity, facts, auth);
+  const now = buildLineCard(catalog, "1.0", extended, identity, facts, auth);
+  const { capabilities: oldCaps, securitySchemes: oldSchemes, security, supportsAuthenticatedExtendedCard, ...rest } = old as {
+    capabilities: Record<string, unknown>;
+    securitySchemes: Record<string, Record<string, unknown>>;
+    security: unknown;
+    supportsAuthenticatedExtendedCard: boolean;
+  } & Record<string, unknown>;
+  const nowCaps = now.capabilities as Record<string, unknown>;
+  const nowSchemes = now.securitySchemes as Record<string, Record<string, unknown>>;
+  return {
+    ...rest,
+    supportedInterfaces: now.supportedInterfaces,
+    capabilities: {
+      ...oldCaps,
+      extendedAgentCard: nowCaps.extendedAgentCard,
+      extensions: extensionsFor(catalog, facts.defaultLine, facts, extended),
+    },
+    securitySchemes: Object.fromEntries(Object.entries(oldSchemes).map(([name, scheme]) => [name, { ...scheme, ...nowSchemes[name] }])),
+    security,
+    securityRequirements: now.securityRequirements,
+    supportsAuthenticatedExtendedCard,
+  };
+}
+
+function buildLineCard(
   catalog: Catalog,
   line: ProtocolLine,
   extended: boolean,

@@ -10,6 +10,8 @@ export interface DeploymentFacts {
   /** Push notifications delivered (capabilities.pushNotifications); on by default (A2A_PUSH_NOTIFICATIONS_ENABLED). */
   pushNotifications: boolean;
   toggles: Record<string, boolean>;
+  /** A2A_REQUIRED_EXTENSIONS: extension URIs every A2A call must activate (cards mark them required). */
+  requiredExtensions: string[];
   allowDirectoryOverride: boolean;
   project?: string;
   workspaceRoot?: string;
@@ -31,6 +33,7 @@ export const defaultDeploymentFacts: DeploymentFacts = {
   defaultLine: "0.3",
   pushNotifications: true,
   toggles: { A2A_ENABLE_SESSION_SHELL: false, A2A_ENABLE_WORKSPACE_MUTATIONS: false },
+  requiredExtensions: [],
   allowDirectoryOverride: true,
   exposeWorkspaceRoot: false,
   executionEnvironment: {
@@ -70,14 +73,56 @@ function httpEndpoints(catalog: Catalog, line: ProtocolLine): string[] {
   return catalog.routes.filter((r) => r.kind === "a2a" && r.line === line).map((r) => `${r.verb} ${r.path}`);
 }
 
-export function serviceBehaviors(line: ProtocolLine, facts: Pick<DeploymentFacts, "pushNotifications"> = defaultDeploymentFacts): Record<string, unknown> {
+export function serviceBehaviors(
+  line: ProtocolLine,
+  facts: Pick<DeploymentFacts, "pushNotifications" | "requiredExtensions"> = defaultDeploymentFacts,
+): Record<string, unknown> {
   return {
     classification: "service-level-semantic-enhancement",
+    extension_activation: {
+      request_headers: { "1.0": "A2A-Extensions", "0.3": "X-A2A-Extensions", note: "comma-separated URIs; the header may repeat; both are read on both lines" },
+      activated: "the requested URIs that are extensions of this gateway (extension_uris); unknown URIs are ignored, not errors",
+      response: "the activated URIs, echoed in each extension header the request used (absent when none was activated); JSON-RPC, REST and SSE answers",
+      required_extensions: facts.requiredExtensions,
+      required_extensions_source: "A2A_REQUIRED_EXTENSIONS",
+      requirement_applies_to: ["core A2A task and push-config methods (JSON-RPC and REST)", "extension methods"],
+      exempt: ["public agent card", "extended agent card on every transport", "/health", "/metrics", "/admin/audit", "/openapi.*", "/schemas/*"],
+      missing_required: { error: "EXTENSION_SUPPORT_REQUIRED", code: -32008, http_status: 400, grpc_status: "FAILED_PRECONDITION", data_fields: ["method", "required_extensions", "requested_extensions", "header"] },
+      without_required_extensions: "nothing needs activating: extension methods work without the header",
+    },
+    discovery: {
+      card_without_version: {
+        shape: "both_lines",
+        note: "GET of /.well-known/agent-card.json (alias /.well-known/agent.json), /agent/authenticatedExtendedCard or /extendedAgentCard without A2A-Version (header or query): one card valid as a 0.3 and as a 1.0 AgentCard, as the @a2a-js/sdk server's header-less card",
+        fields_0_3: ["protocolVersion", "url", "preferredTransport", "additionalInterfaces", "supportsAuthenticatedExtendedCard", "security"],
+        fields_1_0: ["supportedInterfaces", "securityRequirements", "capabilities.extendedAgentCard"],
+        supported_interfaces_order: "1.0 entries first, then 0.3 entries with protocolVersion 0.3",
+        security_schemes: "each scheme carries the 0.3 members (type, scheme | in, name) and the 1.0 oneof member",
+        extended_card_extension_params: "the default line's (A2A_DEFAULT_PROTOCOL_VERSION)",
+      },
+      card_with_version: "that line's card alone",
+      v0_3_rest_card: "GET /v1/card is always the 0.3 card",
+      caching: { vary: "A2A-Version", etag: "weak, one per shape (0.3, 1.0, both lines)", if_none_match: 304 },
+    },
+    jsonrpc_requests_without_id: {
+      extension_method: { behavior: "notification", http_status: 204, note: "a valid call runs and gets no answer, not even its failure" },
+      core_method: {
+        behavior: "answered",
+        id: null,
+        note: "A2A defines no notifications on its core methods: the result or error is answered with id null (as the @a2a-js/sdk server does)",
+      },
+      refused_before_running: {
+        behavior: "answered",
+        id: null,
+        errors: ["INVALID_REQUEST", "METHOD_NOT_SUPPORTED", "SCOPE_INSUFFICIENT", "EXTENSION_SUPPORT_REQUIRED", "INVALID_PARAMS", "RATE_LIMITED"],
+      },
+      batches: "the same rule per call; a batch answers 204 only when every call is a notification",
+    },
     methods: {
       cancel: {
         idempotency: {
           already_canceled: { behavior: "return_current_terminal_task", returns_current_state: "canceled", error: null },
-          other_terminal_states: { error: "TASK_NOT_CANCELABLE", code: -32002 },
+          other_terminal_states: { error: "TASK_NOT_CANCELABLE", code: -32002, http_status: 409 },
         },
         upstream_abort: "best_effort_within_A2A_CANCEL_ABORT_TIMEOUT_SECONDS",
       },
@@ -196,6 +241,7 @@ export function buildWireContract(catalog: Catalog, line: ProtocolLine, facts: D
         .map((m) => m.name),
       conditionally_available_methods: conditional,
       extension_uris: catalog.extensions.map((e) => e.uri),
+      required_extensions: facts.requiredExtensions,
     },
     all_jsonrpc_methods: allJsonRpcMethods(catalog, line, facts),
     pending_methods: pending,

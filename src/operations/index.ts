@@ -15,12 +15,18 @@ export interface Call {
   principal: Principal;
   transport: "jsonrpc" | "rest";
   method: MethodEntry;
+  /**
+   * A REST call on a root path whose request named no A2A-Version (it runs on the default line). The extended card
+   * then answers the dual card of both lines, as the GET of the public card does.
+   */
+  versionless?: boolean;
 }
 
 export type MethodHandler = (params: Record<string, unknown>, call: Call) => Promise<unknown>;
 
 export interface OperationDeps {
-  extendedCard(line: ProtocolLine): Record<string, unknown>;
+  /** The extended card of `line`, or the dual card of both lines (`dual`). */
+  extendedCard(shape: ProtocolLine | "dual"): Record<string, unknown>;
   /** The task runtime; without one (no OpenCode upstream) task operations answer UPSTREAM_UNREACHABLE. */
   tasks?: TaskRuntime;
   /** Push notification configs and delivery; without it the push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED. */
@@ -54,7 +60,7 @@ function coreHandlers(deps: OperationDeps): Record<string, MethodHandler> {
       : taskHandlers(deps.tasks, deps.push);
   return {
     ...tasks,
-    "extended-card": async (_params, call) => deps.extendedCard(call.line),
+    "extended-card": async (_params, call) => deps.extendedCard(call.versionless === true ? "dual" : call.line),
     ...(deps.push === undefined
       ? { "push.set": pushNotSupported, "push.get": pushNotSupported, "push.list": pushNotSupported, "push.delete": pushNotSupported }
       : pushHandlers(deps.push)),

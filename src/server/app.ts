@@ -29,6 +29,7 @@ import { requestBody } from "./middleware/body.js";
 import { compression } from "./middleware/compress.js";
 import { errorBoundary } from "./middleware/errors.js";
 import { versionNegotiation } from "./middleware/version.js";
+import { ExtensionPolicy } from "../protocol/extensions.js";
 import type { Upstream } from "../upstream/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../runtime/metrics.js";
@@ -68,6 +69,7 @@ export function deploymentFacts(config: Config, hasUpstream: boolean): Deploymen
     defaultLine: config.defaultLine,
     pushNotifications: config.pushEnabled && hasUpstream,
     toggles: config.toggles,
+    requiredExtensions: config.requiredExtensions,
     allowDirectoryOverride: config.allowDirectoryOverride,
     ...(config.project ? { project: config.project } : {}),
     ...(config.workspaceRoot ? { workspaceRoot: config.workspaceRoot } : {}),
@@ -236,7 +238,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
           log: log.child({ component: "extensions" }),
         });
   const registry = buildMethodRegistry(catalog, {
-    extendedCard: (line) => discovery.cardObject(line, true),
+    extendedCard: (shape) => discovery.cardObject(shape, true),
     ...(runtime === undefined ? {} : { tasks: runtime }),
     ...(push === undefined ? {} : { push }),
     ...(extensions === undefined ? {} : { extensions }),
@@ -264,10 +266,14 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   // path skips the REST route walk.
   // A2A_LOG_PAYLOADS: decided once here (undefined unless on and the logger is at debug).
   const payloads = payloadLog(config, log);
-  const endpoint = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget, payloads });
+  const extensionPolicy = new ExtensionPolicy(
+    catalog.extensions.map((e) => e.uri),
+    config.requiredExtensions,
+  );
+  const endpoint = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget, payloads, extensions: extensionPolicy });
   const jsonrpc = (ctx: Koa.Context): Promise<void> => endpoint(koaExchange(ctx));
   router.post("/", jsonrpc);
-  registerRestRoutes(router, { catalog, registry, limits, streamBudget, payloads });
+  registerRestRoutes(router, { catalog, registry, limits, streamBudget, payloads, extensions: extensionPolicy });
 
   const app = new Koa({ proxy: false });
   app.silent = true;
@@ -275,6 +281,10 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   if (config.auditEnabled) app.use(auditTrail(recorder));
   app.use(errorBoundary(log));
   app.use(versionNegotiation(config.defaultLine));
+  app.use(async (ctx, next) => {
+    (ctx.state as RequestState).extensions = extensionPolicy.activate((name) => ctx.headers[name]);
+    await next();
+  });
   const allowedHosts = config.allowedHosts.length ? config.allowedHosts : defaultAllowedHosts(config.publicUrl, config.host!);
   app.use(hostGuard(allowedHosts));
   app.use(compression(config.gzipMinimumSize));
@@ -305,6 +315,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     routeName: rpcRoute ? `${rpcRoute.verb} ${rpcRoute.path}` : "POST /",
     log,
     endpoint,
+    extensions: extensionPolicy,
   });
   const koa = app.callback();
   const handler = (req: IncomingMessage, res: ServerResponse): void => {

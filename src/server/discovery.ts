@@ -6,10 +6,10 @@ import path from "node:path";
 import type Router from "@koa/router";
 import type { Context } from "koa";
 import { stringify as toYaml } from "yaml";
-import { generatedDir, readGeneratedJson, type Catalog, type ProtocolLine } from "../contract/catalog.js";
+import { generatedDir, readGeneratedJson, type Catalog } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
 import type { CredentialResolver } from "../auth/index.js";
-import { buildCard, type CardIdentity } from "../discovery/cards.js";
+import { buildCard, type CardIdentity, type CardShape } from "../discovery/cards.js";
 import {
   buildCompatibilityProfile,
   buildRuntimeProfile,
@@ -61,28 +61,30 @@ export class Discovery {
 
   constructor(private readonly deps: DiscoveryDeps) {}
 
-  card(line: ProtocolLine, extended: boolean): CachedDoc {
+  /** A card of one line, or the `dual` card of both (requests without A2A-Version); each shape has its own ETag. */
+  card(shape: CardShape, extended: boolean): CachedDoc {
     // The schemes follow the credential registry (a credentials file may change while the gateway runs), so they
     // are part of the cache key; the ETag changes with them.
     const schemes = this.deps.auth.schemes;
-    const key = `${line}:${extended}:${schemes.map((s) => s.name).join(",")}`;
+    const key = `${shape}:${extended}:${schemes.map((s) => s.name).join(",")}`;
     let doc = this.cards.get(key);
     if (!doc) {
       const d = this.deps;
-      doc = cached(buildCard(d.catalog, line, extended, d.identity, d.facts, d.auth));
+      doc = cached(buildCard(d.catalog, shape, extended, d.identity, d.facts, d.auth));
       if (this.cards.size >= 64) this.cards.clear();
       this.cards.set(key, doc);
     }
     return doc;
   }
 
-  cardObject(line: ProtocolLine, extended: boolean): Record<string, unknown> {
-    return JSON.parse(this.card(line, extended).body) as Record<string, unknown>;
+  cardObject(shape: CardShape, extended: boolean): Record<string, unknown> {
+    return JSON.parse(this.card(shape, extended).body) as Record<string, unknown>;
   }
 
+  /** GET of a card: the named line's card, or without A2A-Version (header or query) the dual card (DECISIONS 1). */
   sendCard(ctx: Context, extended: boolean): void {
-    const { line } = ctx.state as RequestState;
-    const doc = this.card(line, extended);
+    const { line, explicitVersion } = ctx.state as RequestState;
+    const doc = this.card(explicitVersion ? line : "dual", extended);
     ctx.vary("A2A-Version");
     if (extended) ctx.vary("Authorization");
     ctx.set("Cache-Control", `${extended ? "private" : "public"}, max-age=${this.deps.cardMaxAgeSeconds}`);

@@ -14,6 +14,7 @@ import type { Logger } from "pino";
 import type { ProtocolLine } from "../contract/catalog.js";
 import type { CredentialResolver } from "../auth/index.js";
 import type { AuditRecorder } from "../audit/index.js";
+import type { ExtensionPolicy } from "../protocol/extensions.js";
 import { negotiateVersion, VERSION_HEADER } from "../protocol/version.js";
 import type { RpcExchange } from "../transport/jsonrpc/index.js";
 import { sendEventStream } from "../transport/sse.js";
@@ -38,6 +39,8 @@ export interface JsonRpcEdgeDeps {
   routeName: string;
   log: Logger;
   endpoint: (exchange: RpcExchange) => Promise<void>;
+  /** Reads the request's extension headers into its state (the endpoint echoes and enforces them). */
+  extensions: ExtensionPolicy;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -143,6 +146,7 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
         res.setHeader("Vary", `${VERSION_HEADER}, Accept-Encoding, Origin`);
         setHeaders(deps.checkOrigin(origin, false));
       }
+      state.extensions = deps.extensions.activate((name) => req.headers[name]);
       state.principal = authenticate(deps.resolver, req.headers);
       state.rawBody = await readRequestBody(req, deps.maxBodyBytes);
       await deps.endpoint(exchange);

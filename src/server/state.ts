@@ -1,5 +1,6 @@
 import type { ProtocolLine, RouteEntry } from "../contract/catalog.js";
 import type { Principal } from "../auth/index.js";
+import type { ExtensionActivation } from "../protocol/extensions.js";
 
 /** One call the audit log records: a JSON-RPC call (several per batch) or the REST route's operation. */
 export interface AuditCall {
@@ -20,6 +21,8 @@ export interface RequestState {
   route?: RouteEntry | undefined;
   principal?: Principal;
   rawBody?: Buffer;
+  /** The extensions the request asked for and activated (A2A-Extensions / X-A2A-Extensions). */
+  extensions?: ExtensionActivation;
   /** Filled by the transports for the audit log. */
   calls?: AuditCall[];
   /** The reason of the error the request was answered with (set by the error boundary). */

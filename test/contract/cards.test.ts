@@ -19,10 +19,11 @@ afterAll(async () => {
   await Promise.all([gw?.close(), shellOn?.close()]);
 });
 
-const versions: { header: string | undefined; line: ProtocolLine }[] = [
+const versions: { header: string | undefined; line: ProtocolLine; dual?: true }[] = [
   { header: "0.3", line: "0.3" },
   { header: "1.0", line: "1.0" },
-  { header: undefined, line: "0.3" }, // the default line (A2A_DEFAULT_PROTOCOL_VERSION unset)
+  // No version: the card of both lines (DECISIONS 1), its line-specific params the default line's (0.3 here).
+  { header: undefined, line: "0.3", dual: true },
 ];
 
 async function fetchCard(target: StartedGateway, extended: boolean, header: string | undefined) {
@@ -34,16 +35,21 @@ async function fetchCard(target: StartedGateway, extended: boolean, header: stri
   return res;
 }
 
-describe.each(versions)("A2A-Version $header → $line card", ({ header, line }) => {
+describe.each(versions)("A2A-Version $header → $line card", ({ header, line, dual }) => {
   for (const extended of [false, true]) {
     const kind = extended ? "extended" : "public";
 
-    it(`${kind} card validates against ${CARD_SCHEMA[line]}`, async () => {
+    it(`${kind} card validates against ${dual ? "both lines' AgentCard schemas" : CARD_SCHEMA[line]}`, async () => {
       const res = await fetchCard(gw, extended, header);
       expect(res.headers.get("a2a-version")).toBe(line);
       await expectValid(CARD_SCHEMA[line], res.body);
+      if (dual) {
+        await expectValid(CARD_SCHEMA["1.0"], res.body);
+        for (const f of ONLY_0_3_FIELDS) expect(res.body, f).toHaveProperty(f);
+        expect(res.body.supportedInterfaces.length).toBeGreaterThan(0);
+      }
       // Each line's card must not pass as the other line's card by accident.
-      if (line === "1.0") for (const f of ONLY_0_3_FIELDS) expect(res.body, f).not.toHaveProperty(f);
+      else if (line === "1.0") for (const f of ONLY_0_3_FIELDS) expect(res.body, f).not.toHaveProperty(f);
       else {
         expect(res.body.protocolVersion).toMatch(/^0\.3(\.\d+)?$/);
         expect(res.body).not.toHaveProperty("supportedInterfaces");

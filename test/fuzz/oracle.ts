@@ -7,9 +7,15 @@ import { validate } from "../../src/contract/validate.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/server/middleware/body.js";
 import type { Exchange, FuzzRequest, HttpRequest } from "./wire.js";
 
-/** A valid JSON-RPC request without an id: the only kind of call that gets no answer. */
+/**
+ * A call that may get no answer: a JSON-RPC request without an id to an extension method (DECISIONS 14). It gets
+ * none when it is valid and runs; refused before it runs (bad params, scope, extension), it is answered with id null.
+ * Every other call, id-less core calls included, is always answered.
+ */
 function isNotification(c: unknown): boolean {
-  return isObj(c) && !("id" in c) && c.jsonrpc === "2.0" && typeof c.method === "string" && c.method !== "";
+  return (
+    isObj(c) && !("id" in c) && c.jsonrpc === "2.0" && typeof c.method === "string" && c.method !== "" && methodsByName.get(c.method)?.surface === "extension"
+  );
 }
 
 export const LINES = catalog.protocol_lines as ProtocolLine[];
@@ -27,9 +33,9 @@ const RPC_TRANSPORT_LEVEL = new Set(["UNAUTHENTICATED", "PAYLOAD_TOO_LARGE", "CO
 /** Raised before the JSON-RPC id is known: these answer `id: null` whatever the request carried. */
 const BEFORE_ID = new Set([...RPC_TRANSPORT_LEVEL, "PARSE_ERROR", "VERSION_NOT_SUPPORTED"]);
 /** Envelope-level errors any JSON-RPC call may get, besides the ones its method declares. */
-const RPC_ENVELOPE = new Set([...BEFORE_ID, "INVALID_REQUEST", "METHOD_NOT_SUPPORTED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT"]);
+const RPC_ENVELOPE = new Set([...BEFORE_ID, "INVALID_REQUEST", "METHOD_NOT_SUPPORTED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT", "EXTENSION_SUPPORT_REQUIRED"]);
 /** Edge errors any REST request may get, besides the ones its route declares. */
-const REST_EDGE = new Set([...BEFORE_ID, "ROUTE_NOT_FOUND", "HTTP_METHOD_NOT_ALLOWED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT"]);
+const REST_EDGE = new Set([...BEFORE_ID, "ROUTE_NOT_FOUND", "HTTP_METHOD_NOT_ALLOWED", "INVALID_PARAMS", "SCOPE_INSUFFICIENT", "EXTENSION_SUPPORT_REQUIRED"]);
 /** Reasons that mean the gateway failed internally (never acceptable for client input). */
 const INTERNAL = new Set(["INTERNAL_ERROR", "INVALID_AGENT_RESPONSE"]);
 
@@ -339,14 +345,42 @@ export function createOracle(o: OracleOptions) {
           v.problems.push("array answer to a request that is not a non-empty batch");
           return v;
         }
-        const answered = request.filter((c) => !isNotification(c));
-        if (got.value.length !== answered.length) v.problems.push(`batch of ${request.length} (${answered.length} with id) got ${got.value.length} answers`);
+        const owed = request.filter((c) => !isNotification(c)).length;
+        if (got.value.length < owed || got.value.length > request.length)
+          v.problems.push(`batch of ${request.length} (${owed} owed an answer) got ${got.value.length} answers`);
         if (http && lineHeader !== n!.line) v.problems.push(`batch A2A-Version ${lineHeader}, expected ${n!.line}`);
-        for (const [i, resp] of got.value.entries()) {
-          const call = answered[i];
-          const idOk = isObj(call) && isId(call.id);
-          await rpcResponse(resp, rpcLine(n!, call), { id: idOk ? call.id : null, known: true }, `batch[${i}]`, v, 200);
-        }
+        // Answers come in request order; an extension notification is answered (with an error, id null) only when
+        // it was refused before it ran. Align answers to calls: every owed call gets the next answer, carrying its id
+        // (null without a readable one) and an error shaped for its line; a notification may take one such error.
+        const calls = request;
+        const answers = got.value as unknown[];
+        const expectedId = (c: unknown): unknown => (isObj(c) && isId(c.id) ? c.id : null);
+        const fits = (a: unknown, c: unknown, optional: boolean): boolean => {
+          if (!isObj(a) || a.id !== expectedId(c)) return false;
+          if (!("error" in a)) return !optional;
+          const data = isObj(a.error) ? a.error.data : undefined;
+          return data === undefined || Array.isArray(data) === (rpcLine(n!, c) === "1.0");
+        };
+        const memo = new Map<number, boolean>();
+        const alignable = (i: number, j: number): boolean => {
+          if (i === calls.length) return j === answers.length;
+          const key = i * (answers.length + 1) + j;
+          let hit = memo.get(key);
+          if (hit !== undefined) return hit;
+          const optional = isNotification(calls[i]);
+          hit = (j < answers.length && fits(answers[j], calls[i], optional) && alignable(i + 1, j + 1)) || (optional && alignable(i + 1, j));
+          memo.set(key, hit);
+          return hit;
+        };
+        if (!alignable(0, 0)) v.problems.push(`batch of ${request.length}: the ${answers.length} answers do not line up with the calls (ids, order, line)`);
+        else
+          for (let i = 0, j = 0; i < calls.length; i++) {
+            const optional = isNotification(calls[i]);
+            if (j < answers.length && fits(answers[j], calls[i], optional) && alignable(i + 1, j + 1)) {
+              await rpcResponse(answers[j], rpcLine(n!, calls[i]), { id: expectedId(calls[i]), known: true }, `batch[${j}]`, v, 200);
+              j++;
+            }
+          }
         if (edge) v.problems.push(`expected ${edge}, got a batch answer`);
         return v;
       }

@@ -49,12 +49,12 @@ describe("through the gateway", () => {
     expect(off.stub.requests.some((r) => /worktree|workspace/.test(r.path))).toBe(false);
   });
 
-  it("the disabled answer is shaped for 1.0 too, and a notification is still 204", async () => {
+  it("the disabled answer is shaped for 1.0 too, and an id-less call gets it too (id null, never a silent 204)", async () => {
     const res = await send(off.url, "opencode.worktrees.create", {}, { "A2A-Version": "1.0" });
     const error = await expectRpcError(res, "1.0", "METHOD_NOT_SUPPORTED");
     expect(error.code).toBe(-32601);
     const note = await rpc(off.url, { jsonrpc: "2.0", method: "opencode.worktrees.create", params: {} });
-    expect(note.status).toBe(204);
+    await expectRpcError(note, "0.3", "METHOD_NOT_SUPPORTED", { id: null });
   });
 
   it.each(MUTATIONS)("%s is dispatched once A2A_ENABLE_WORKSPACE_MUTATIONS=true (missing params → -32602)", async (method) => {

@@ -50,6 +50,8 @@ const COMPARED = [
   "access-control-expose-headers",
   "x-ratelimit-limit",
   "retry-after",
+  "a2a-extensions",
+  "x-a2a-extensions",
 ];
 const pick = (h: http.IncomingHttpHeaders) => Object.fromEntries(COMPARED.map((k) => [k, h[k]]));
 
@@ -97,8 +99,15 @@ const cases: Array<[string, Record<string, string>, string | Buffer, string?]> =
   ["an empty batch", { ...auth, ...json }, "[]"],
   ["a batch with a notification and an unknown method", { ...auth, ...json }, `[${call("tasks/get", { id: "a" })},{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"b"}},${call("no/such", {}, "u")}]`],
   ["invalid params", { ...auth, ...json }, call("tasks/get", { id: 5 })],
-  ["a notification alone", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"n"}}'],
+  ["an id-less core call alone (answered, id null)", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"n"}}'],
+  ["an id-less call with invalid params (answered, id null)", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"tasks/get","params":{}}'],
+  ["an extension notification alone (204)", { ...auth, ...json }, '{"jsonrpc":"2.0","method":"opencode.providers.list","params":{}}'],
   ["an empty body", { ...auth, ...json }, ""],
+  [
+    "extension headers (1.0 and 0.3 names, one unknown URI): the activated URIs echoed",
+    { ...auth, ...json, "a2a-extensions": "https://example.com/unknown, https://github.com/Intelligent-Internet/opencode-a2a/blob/main/docs/extension-specifications.md#shared-session-binding-v1", "x-a2a-extensions": "https://github.com/Intelligent-Internet/opencode-a2a/blob/main/docs/extension-specifications.md#shared-stream-hints-v1" },
+    call("tasks/get", { id: "x" }),
+  ],
 ];
 
 describe("JSON-RPC edge ↔ Koa chain parity", () => {

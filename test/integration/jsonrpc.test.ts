@@ -203,21 +203,45 @@ describe("params", () => {
 });
 
 describe("notifications and batches", () => {
-  it("a notification → HTTP 204 with an empty body", async () => {
-    const res = await rpc(gw.url, { jsonrpc: "2.0", method: cards[0]![1] });
-    expect(res.status).toBe(204);
-    expect(res.text).toBe("");
+  // A valid id-less call to an extension method is the only notification (DECISIONS 14). This gateway has no
+  // OpenCode upstream: the call runs and fails there, which a notification never hears about.
+  const NOTE = "opencode.providers.list";
+
+  it("a valid id-less call to an extension method is a notification → HTTP 204 with an empty body", async () => {
+    for (const line of catalog.protocol_lines) {
+      const res = await rpc(gw.url, { jsonrpc: "2.0", method: NOTE, params: {} }, v(line));
+      expect(res.status).toBe(204);
+      expect(res.text).toBe("");
+    }
   });
 
-  it("a notification of an unknown method or with bad params → 204", async () => {
-    for (const body of [
-      { jsonrpc: "2.0", method: "no/such/method" },
-      { jsonrpc: "2.0", method: "tasks/get", params: [] },
-      { jsonrpc: "2.0", method: "tasks/get", params: {} },
-    ]) {
-      const res = await rpc(gw.url, body);
-      expect(res.status, JSON.stringify(body)).toBe(204);
-      expect(res.text).toBe("");
+  it.each(catalog.protocol_lines)("a valid id-less call to a core A2A method (%s) is answered with id null", async (line) => {
+    const card = cards.find(([l]) => l === line)![1];
+    const res = await rpc(gw.url, { jsonrpc: "2.0", method: card }, v(line));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ jsonrpc: "2.0", id: null });
+    await expectValid(line === "0.3" ? "v0_3/AgentCard" : "v1_0/AgentCard", res.body.result);
+    // Its failure is answered too.
+    const get = catalog.methods.find((m) => m.line === line && m.operation === "get")!;
+    await expectRpcError(await rpc(gw.url, { jsonrpc: "2.0", method: get.name, params: { id: "t" } }, v(line)), line, "UPSTREAM_UNREACHABLE", { id: null });
+  });
+
+  it.each(catalog.protocol_lines)("an invalid id-less call (%s) is answered with the error and id null, never 204", async (line) => {
+    const get = catalog.methods.find((m) => m.line === line && m.operation === "get")!;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ jsonrpc: "2.0", method: "no/such/method" }, "METHOD_NOT_SUPPORTED"],
+      [{ jsonrpc: "2.0", method: "no.such.extension" }, "METHOD_NOT_SUPPORTED"],
+      [{ jsonrpc: "2.0", method: get.name, params: [] }, "INVALID_PARAMS"],
+      [{ jsonrpc: "2.0", method: get.name, params: "t" }, "INVALID_PARAMS"],
+      [{ jsonrpc: "2.0", method: get.name, params: {} }, "INVALID_PARAMS"],
+      [{ jsonrpc: "2.0", method: "opencode.models.list", params: { provider_id: 7 } }, "INVALID_PARAMS"],
+      [{ jsonrpc: "2.0", method: "opencode.sessions.shell", params: {} }, "METHOD_NOT_SUPPORTED"], // toggled off
+      [{ jsonrpc: "2.0", method: NOTE, params: [] }, "INVALID_PARAMS"],
+    ];
+    for (const [body, reason] of cases) {
+      const res = await rpc(gw.url, body, v(line));
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      await expectRpcError(res, line, reason, { id: null });
     }
   });
 
@@ -229,32 +253,50 @@ describe("notifications and batches", () => {
     expect(res.body.map((r: { id: unknown }) => r.id)).toEqual([null, null]);
   });
 
-  it("a mixed batch answers in request order, skipping notifications", async () => {
+  it("a mixed batch answers in request order; only extension notifications are skipped", async () => {
     const card = cards.find(([l]) => l === "0.3")![1];
     const res = await rpc(gw.url, [
       req(card, undefined, "a"),
       { jsonrpc: "2.0", method: card },
+      { jsonrpc: "2.0", method: NOTE, params: {} },
       req("no/such/method", undefined, 2),
+      { jsonrpc: "2.0", method: "no/such/method" },
       "garbage",
       req("tasks/get", { id: "t" }, "c"),
       req("tasks/get", {}, 4),
+      { jsonrpc: "2.0", method: "tasks/get", params: {} },
     ]);
     expect(res.status).toBe(200);
     expect(Array.isArray(res.body)).toBe(true);
-    expect(res.body.map((r: { id: unknown }) => r.id)).toEqual(["a", 2, null, "c", 4]);
+    expect(res.body.map((r: { id: unknown }) => r.id)).toEqual(["a", null, 2, null, null, "c", 4, null]);
     await expectValid("v0_3/AgentCard", res.body[0].result);
-    const codes = res.body.slice(1).map((r: { error: { code: number } }) => r.error.code);
+    await expectValid("v0_3/AgentCard", res.body[1].result);
+    const codes = res.body.slice(2).map((r: { error: { code: number } }) => r.error.code);
     const code = (reason: string) => catalog.errors["0.3"].find((e) => e.reason === reason)!.code;
-    expect(codes).toEqual([code("METHOD_NOT_SUPPORTED"), code("INVALID_REQUEST"), code("UPSTREAM_UNREACHABLE"), code("INVALID_PARAMS")]);
+    expect(codes).toEqual([
+      code("METHOD_NOT_SUPPORTED"),
+      code("METHOD_NOT_SUPPORTED"),
+      code("INVALID_REQUEST"),
+      code("UPSTREAM_UNREACHABLE"),
+      code("INVALID_PARAMS"),
+      code("INVALID_PARAMS"),
+    ]);
   });
 
-  it("a batch of notifications only → 204", async () => {
+  it("a batch of extension notifications only → 204; one id-less core call in it is answered", async () => {
     const res = await rpc(gw.url, [
-      { jsonrpc: "2.0", method: cards[0]![1] },
-      { jsonrpc: "2.0", method: "no/such/method" },
+      { jsonrpc: "2.0", method: NOTE, params: {} },
+      { jsonrpc: "2.0", method: "opencode.projects.list", params: {} },
     ]);
     expect(res.status).toBe(204);
     expect(res.text).toBe("");
+    const mixed = await rpc(gw.url, [
+      { jsonrpc: "2.0", method: NOTE, params: {} },
+      { jsonrpc: "2.0", method: cards[0]![1] },
+    ]);
+    expect(mixed.status).toBe(200);
+    expect(mixed.body).toHaveLength(1);
+    expect(mixed.body[0]).toMatchObject({ jsonrpc: "2.0", id: null, result: expect.any(Object) });
   });
 
   it("an empty batch → -32600", async () => {

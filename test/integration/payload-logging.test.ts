@@ -138,7 +138,7 @@ describe("on, at debug", () => {
     const res = await rpc(g.url, [
       { jsonrpc: "2.0", id: "b1", method: "tasks/get", params: { id: "no-such-task", token: SECRETS.pushToken } },
       { jsonrpc: "2.0", id: "b2", method: "no/such/method" },
-      { jsonrpc: "2.0", method: "tasks/get", params: { id: "note" } },
+      { jsonrpc: "2.0", method: "opencode.providers.list", params: {} },
     ]);
     expect(res.body).toHaveLength(2);
     const calls = byMsg(g, "jsonrpc call", from);
@@ -147,7 +147,7 @@ describe("on, at debug", () => {
     expect(JSON.parse(get.params)).toEqual({ id: "no-such-task", token: REDACTED });
     expect(JSON.parse(get.error).code).toBe(-32001);
     expect(JSON.parse(calls.find((e) => e.id === "b2")!.error).code).toBe(-32601);
-    expect(calls.find((e) => e.notification === true)).toMatchObject({ method: "tasks/get" });
+    expect(calls.find((e) => e.notification === true)).toMatchObject({ method: "opencode.providers.list" });
     expectNoSecrets(g);
   });
 

@@ -67,14 +67,19 @@ describe("every REST route with a valid request", () => {
 });
 
 describe("extended card routes", () => {
+  // A root route asked without A2A-Version answers the card of both lines, as the discovery GET does (DECISIONS 1);
+  // `/v1/card` always speaks 0.3.
   it.each(cardRoutes.map((r) => [r.path, r] as const))("%s returns the extended card of the line it speaks", async (path, route) => {
     for (const asked of [undefined, ...PROTOCOL_LINES]) {
       const line = lineOf(route.path, asked);
+      const dual = asked === undefined && !route.path.startsWith("/v1/");
       const res = await call(gw.url, path, { headers: asked ? { "A2A-Version": asked } : {} });
       expect(res.status).toBe(200);
       await expectValid(CARD_SCHEMA[line], res.body);
-      const discovery = await call(gw.url, "/agent/authenticatedExtendedCard", { headers: { "A2A-Version": line } });
+      if (dual) await expectValid(CARD_SCHEMA["1.0"], res.body);
+      const discovery = await call(gw.url, "/agent/authenticatedExtendedCard", { headers: dual ? {} : { "A2A-Version": line } });
       expect(res.body).toEqual(discovery.body);
+      expect(res.body.supportedInterfaces === undefined).toBe(line === "0.3" && !dual);
     }
   });
 });

@@ -80,7 +80,11 @@ describe.each(MODES)("cancel on $name", (m) => {
     g.stub.script(text("already done"));
     const task = await sendTask(g.url, m, sendParams(m, userMessage(m, "quick one")));
     expect(stateOf(task)).toBe("completed");
-    await expectError(m, await invoke(g.url, m, "cancel", { id: task.id }), "TASK_NOT_CANCELABLE");
+    const refused = await invoke(g.url, m, "cancel", { id: task.id });
+    await expectError(m, refused, "TASK_NOT_CANCELABLE");
+    // REST: 409 Conflict on both lines (/v1 and root), as A2A 1.0.0's HTTP mapping says; JSON-RPC: HTTP 200, -32002.
+    expect(refused.status).toBe(m.transport === "rest" ? 409 : 200);
+    if (m.transport === "rest" && m.line === "1.0") expect(refused.body.error).toMatchObject({ code: 409, status: "FAILED_PRECONDITION" });
     expect(stateOf(await getTask(g.url, m, task.id))).toBe("completed");
     await expectError(m, await invoke(g.url, m, "cancel", { id: randomUUID() }), "TASK_NOT_FOUND");
   });

@@ -6,6 +6,7 @@
 import type { Context, Next } from "koa";
 import { A2AError } from "../../contract/errors.js";
 import type { RouteLookup } from "../../contract/routes.js";
+import { EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER } from "../../protocol/extensions.js";
 import { VERSION_HEADER } from "../../protocol/version.js";
 
 export interface HostPolicy {
@@ -64,8 +65,8 @@ export function hostGuard(allowedHosts: string[]) {
   };
 }
 
-const ALLOW_HEADERS = ["Authorization", "X-API-Key", "Content-Type", VERSION_HEADER, "If-None-Match"].join(", ");
-const EXPOSE_HEADERS = [VERSION_HEADER, "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "ETag", "WWW-Authenticate"].join(", ");
+const ALLOW_HEADERS = ["Authorization", "X-API-Key", "Content-Type", VERSION_HEADER, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, "If-None-Match"].join(", ");
+const EXPOSE_HEADERS = [VERSION_HEADER, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "ETag", "WWW-Authenticate"].join(", ");
 
 /**
  * The CORS answer to a request carrying `Origin` as a plain function (shared with the JSON-RPC edge): the headers

@@ -19,6 +19,7 @@ import type { AuditCall, RequestState } from "../../server/state.js";
 import { invoke, json } from "../http.js";
 import { EventStream } from "../../operations/stream.js";
 import type { PayloadLog } from "../../logging/payloads.js";
+import { DISCOVERY_OPERATIONS, type ExtensionPolicy } from "../../protocol/extensions.js";
 import { sendEventStream, type SseFraming, type StreamBudget } from "../sse.js";
 
 type Id = string | number | null;
@@ -37,6 +38,8 @@ export interface JsonRpcDeps {
   streamBudget: StreamBudget;
   /** A2A_LOG_PAYLOADS at debug: every call's params and answer (absent = off; see src/logging/payloads.ts). */
   payloads?: PayloadLog | undefined;
+  /** Required extensions (A2A_REQUIRED_EXTENSIONS); the request's activation is in its state. */
+  extensions: ExtensionPolicy;
 }
 
 const PASCAL = /^[A-Z][A-Za-z]+$/;
@@ -122,8 +125,11 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       }
       if (req.jsonrpc !== "2.0") throw invalidRequest('jsonrpc must be exactly "2.0"', "jsonrpc");
       if (typeof req.method !== "string" || req.method === "") throw invalidRequest("method must be a non-empty string", "method");
-      // Only a valid request without an id is a notification; an invalid one is answered (id null), as JSON-RPC 2.0 §5 says.
-      notification = !("id" in req);
+      // A2A defines no notifications on its core methods, and a call that is refused before it runs (unknown method,
+      // missing scope or extension, invalid params) is answered with id null, as the official JS SDK server does:
+      // only a valid id-less call to an extension method is a notification (no answer, HTTP 204). Decided just
+      // before dispatch, below.
+      const idless = !("id" in req);
       const candidate = byName.get(req.method);
       line = lineFor(candidate, state);
       if (!candidate && !state.explicitVersion && PASCAL.test(req.method)) line = "1.0";
@@ -136,6 +142,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       const principal = state.principal as Principal;
       if (!hasScope(principal, method.scope))
         throw new A2AError("SCOPE_INSUFFICIENT", `${method.name} needs the ${method.scope} scope`, { method: method.name, required_scope: method.scope });
+      if (method.operation === null || !DISCOVERY_OPERATIONS.has(method.operation)) deps.extensions.check(state.extensions, line, method.name);
       if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
         throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
@@ -146,6 +153,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
+      notification = idless && method.surface === "extension";
       const result = await invoke(handler, params, { line, principal, transport: "jsonrpc", method }, deps.limits, method.streaming);
       if (result instanceof EventStream) {
         // A notification cannot receive a stream: release it at once.
@@ -163,15 +171,12 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     }
   }
 
-  /** Answer every call of a refused request with RATE_LIMITED under its own id (notifications get nothing). */
+  /** Answer every call of a refused request with RATE_LIMITED under its own id (id null without one: none of them ran). */
   function refuseAll(requests: unknown[], error: A2AError, line: ProtocolLine): Response[] {
-    const out: Response[] = [];
-    for (const raw of requests) {
+    return requests.map((raw) => {
       const req = raw !== null && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
-      if (req !== undefined && !("id" in req)) continue;
-      out.push({ jsonrpc: "2.0", id: req !== undefined && isId(req.id) ? req.id : null, error: jsonRpcError(line, error) });
-    }
-    return out;
+      return { jsonrpc: "2.0", id: req !== undefined && isId(req.id) ? req.id : null, error: jsonRpcError(line, error) };
+    });
   }
 
   const payloads = deps.payloads;
@@ -184,6 +189,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
 
   return async function jsonrpc(ex: RpcExchange): Promise<void> {
     const state = ex.state;
+    if (state.extensions !== undefined) ex.setHeaders(state.extensions.echo);
     let body: unknown;
     try {
       body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));
@@ -198,7 +204,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
     if (limited) {
       if (payloads !== undefined) logRefused(payloads, Array.isArray(body) ? body : [body], limited, state.line);
       const refused = refuseAll(Array.isArray(body) ? body : [body], limited, state.line);
-      if (refused.length === 0) ex.noContent();
+      if (refused.length === 0) ex.json({ jsonrpc: "2.0", id: null, error: jsonRpcError(state.line, limited) }); // an empty batch
       else ex.json(Array.isArray(body) ? refused : refused[0]);
       return;
     }

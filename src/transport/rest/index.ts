@@ -17,6 +17,7 @@ import { EventStream } from "../../operations/stream.js";
 import { invoke, json } from "../http.js";
 import { sendEventStream, type StreamBudget } from "../sse.js";
 import type { PayloadLog } from "../../logging/payloads.js";
+import { DISCOVERY_OPERATIONS, type ExtensionPolicy } from "../../protocol/extensions.js";
 
 export interface RestDeps {
   catalog: Catalog;
@@ -27,6 +28,8 @@ export interface RestDeps {
   streamBudget: StreamBudget;
   /** A2A_LOG_PAYLOADS at debug: every route call's request and response bodies (absent = off; see src/logging/payloads.ts). */
   payloads?: PayloadLog | undefined;
+  /** Required extensions (A2A_REQUIRED_EXTENSIONS); the request's activation is in its state. */
+  extensions: ExtensionPolicy;
 }
 
 type RouteHandler = (ctx: Context, next: Next) => Promise<unknown>;
@@ -136,8 +139,10 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       const line: ProtocolLine = route.path.startsWith("/v1/") ? "0.3" : state.line;
       state.line = line;
       ctx.set("A2A-Version", line);
+      if (state.extensions !== undefined) ctx.set(state.extensions.echo);
       const { method, schema } = perLine.get(line)!;
       if (!method) throw new A2AError("UNSUPPORTED_OPERATION", `${route.operation} is not part of the ${line} line`);
+      if (!DISCOVERY_OPERATIONS.has(route.operation!)) deps.extensions.check(state.extensions, line, `${route.verb} ${route.path}`);
       let body = parseBody(ctx);
       if (schema) {
         if (body === undefined) throw new A2AError("INVALID_PARAMS", "A JSON request body is required", { field: "(body)" });
@@ -152,7 +157,8 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       const params = routeParams(ctx, body, querySchema);
       const audit: AuditCall = { method: `${route.verb} ${route.path}`, params };
       state.calls?.push(audit);
-      const result = await invoke(handler, params, { line, principal, transport: "rest", method }, deps.limits, route.streaming);
+      const versionless = !route.path.startsWith("/v1/") && !state.explicitVersion;
+      const result = await invoke(handler, params, { line, principal, transport: "rest", method, ...(versionless ? { versionless } : {}) }, deps.limits, route.streaming);
       if (result instanceof EventStream) {
         ctx.status = 200;
         ctx.respond = false;
