@@ -22,6 +22,8 @@ export interface AuditRecorderOptions {
   maxBuffer?: number;
   /** How often retention is applied (default one hour). */
   pruneIntervalMs?: number;
+  /** A2A_AUDIT_MAX_ENTRIES: the log keeps at most this many entries (0 = no bound). */
+  maxEntries?: number;
   /** Epoch-ms clock; tests inject one. */
   now?: () => number;
 }
@@ -43,6 +45,9 @@ export class AuditRecorder {
   readonly store: AuditStore;
   private readonly log: Pick<Logger, "error" | "debug">;
   private readonly retentionDays: number;
+  private readonly maxEntries: number;
+  /** Entries written since the last trim (the bound is applied every few thousand entries, not per batch). */
+  private sinceTrim = 0;
   private readonly flushIntervalMs: number;
   private readonly maxBuffer: number;
   private readonly now: () => number;
@@ -51,10 +56,11 @@ export class AuditRecorder {
     this.store = options.store;
     this.log = options.log;
     this.retentionDays = options.retentionDays;
+    this.maxEntries = Math.max(0, Math.floor(options.maxEntries ?? 0));
     this.flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 100);
     this.maxBuffer = Math.max(1, Math.floor(options.maxBuffer ?? 1000));
     this.now = options.now ?? Date.now;
-    if (this.retentionDays > 0) {
+    if (this.retentionDays > 0 || this.maxEntries > 0) {
       this.prune();
       this.pruneTimer = setInterval(() => this.prune(), Math.max(1, options.pruneIntervalMs ?? 3_600_000));
       this.pruneTimer.unref();
@@ -102,12 +108,28 @@ export class AuditRecorder {
       this.store.append(batch);
     } catch (err) {
       this.log.error({ err, dropped: batch.length }, "audit log write failed; entries dropped");
+      return;
+    }
+    this.sinceTrim += batch.length;
+    if (this.maxEntries > 0 && this.sinceTrim >= Math.min(10_000, Math.max(1, Math.ceil(this.maxEntries / 100)))) this.trim();
+  }
+
+  /** Delete the oldest entries beyond A2A_AUDIT_MAX_ENTRIES. Never throws. */
+  trim(): number {
+    this.sinceTrim = 0;
+    if (this.maxEntries <= 0) return 0;
+    try {
+      return this.store.trim(this.maxEntries);
+    } catch (err) {
+      this.log.error({ err }, "audit log trim failed");
+      return 0;
     }
   }
 
-  /** Delete entries past the retention window. Returns how many (0 when retention is off or the delete failed). */
+  /** Delete entries past the retention window and beyond the size bound. Returns how many (0 when off or failed). */
   prune(): number {
-    if (!(this.retentionDays > 0)) return 0;
+    const trimmed = this.trim();
+    if (!(this.retentionDays > 0)) return trimmed;
     try {
       const removed = this.store.prune(this.now() - this.retentionDays * DAY_MS);
       if (removed > 0) this.log.debug({ removed, retention_days: this.retentionDays }, "audit log pruned");

@@ -10,6 +10,7 @@ import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
 import { AccessLimits } from "../auth/limits.js";
+import { AddressGuard } from "../auth/address-guard.js";
 import { catalogRoutes } from "../contract/routes.js";
 import type { DeploymentFacts } from "../discovery/contract.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
@@ -136,6 +137,12 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     windowMs: config.rateLimitWindow * 1000,
     maxStreams: config.rateLimitMaxStreams,
   });
+  const guard = new AddressGuard({
+    windowMs: config.authWindow * 1000,
+    maxFailures: config.authFailureLimit,
+    maxUnauthenticated: config.unauthenticatedRateLimit,
+    auditSample: config.auditAuthFailureSample,
+  });
   const streamBudget: StreamBudget = {
     maxBytes: config.streamMaxBytes,
     maxDurationMs: config.streamMaxDuration * 1000,
@@ -167,6 +174,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const metrics = new Metrics({
     ...(deps.upstream === undefined ? {} : { streamRetries: () => deps.upstream!.hub.status().reconnects }),
   });
+  metrics.readAtScrape("a2a_auth_refused_total", "Requests refused per client address before authentication (A2A_AUTH_FAILURE_LIMIT, A2A_UNAUTHENTICATED_RATE_LIMIT)", () => guard.refused);
+  metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
   if (deps.upstream !== undefined) {
     storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
     const upstream = deps.upstream;
@@ -253,6 +262,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     store: storage?.audit ?? new MemoryAuditStore(),
     log: log.child({ component: "audit" }),
     retentionDays: config.auditRetentionDays,
+    maxEntries: config.auditMaxEntries,
   });
   const router = new Router();
   discovery.register(router);
@@ -289,7 +299,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   app.use(hostGuard(allowedHosts));
   app.use(compression(config.gzipMinimumSize));
   app.use(originGuard(config.allowedOrigins, config.publicUrl, routes));
-  app.use(authentication({ resolver: auth, routes, limits }));
+  app.use(authentication({ resolver: auth, routes, limits, guard }));
   app.use(requestBody(config.maxRequestBodyBytes));
   app.use(async (ctx, next) => (ctx.method === "POST" && ctx.path === "/" ? jsonrpc(ctx) : next()));
   app.use(router.routes());
@@ -316,6 +326,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     log,
     endpoint,
     extensions: extensionPolicy,
+    guard,
   });
   const koa = app.callback();
   const handler = (req: IncomingMessage, res: ServerResponse): void => {

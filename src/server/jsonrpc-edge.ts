@@ -19,7 +19,8 @@ import { negotiateVersion, VERSION_HEADER } from "../protocol/version.js";
 import type { RpcExchange } from "../transport/jsonrpc/index.js";
 import { sendEventStream } from "../transport/sse.js";
 import { recordAudit } from "./middleware/audit.js";
-import { authenticate } from "./middleware/auth.js";
+import { authenticateGuarded } from "./middleware/auth.js";
+import type { AddressGuard } from "../auth/address-guard.js";
 import { acceptsGzip } from "./middleware/compress.js";
 import { readRequestBody } from "./middleware/body.js";
 import { errorAnswer, failureOf } from "./middleware/errors.js";
@@ -41,6 +42,8 @@ export interface JsonRpcEdgeDeps {
   endpoint: (exchange: RpcExchange) => Promise<void>;
   /** Reads the request's extension headers into its state (the endpoint echoes and enforces them). */
   extensions: ExtensionPolicy;
+  /** Per-address limits before authentication. */
+  guard?: AddressGuard;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -117,7 +120,7 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
     const done = (): void => {
       const status = streaming ? 200 : res.statusCode;
       const durationMs = performance.now() - started;
-      if (deps.recorder !== undefined)
+      if (deps.recorder !== undefined && state.auditSkip !== true)
         recordAudit(deps.recorder, {
           principal: state.principal,
           jsonrpc: true,
@@ -147,7 +150,7 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
         setHeaders(deps.checkOrigin(origin, false));
       }
       state.extensions = deps.extensions.activate((name) => req.headers[name]);
-      state.principal = authenticate(deps.resolver, req.headers);
+      state.principal = authenticateGuarded(deps.resolver, deps.guard, req.headers, req.socket.remoteAddress ?? "", state);
       state.rawBody = await readRequestBody(req, deps.maxBodyBytes);
       await deps.endpoint(exchange);
     };

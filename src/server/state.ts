@@ -27,4 +27,6 @@ export interface RequestState {
   calls?: AuditCall[];
   /** The reason of the error the request was answered with (set by the error boundary). */
   errorReason?: string;
+  /** Leave the request out of the audit log (a failed authentication beyond its address's sample). */
+  auditSkip?: boolean;
 }

@@ -67,6 +67,8 @@ export interface AuditStore {
   list(filter: AuditFilter, limit: number, cursor?: string): AuditListResult;
   /** Delete entries recorded before `beforeMs` (epoch ms). Returns how many. */
   prune(beforeMs: number): number;
+  /** Delete the oldest entries beyond the newest `maxEntries`. Returns how many. */
+  trim(maxEntries: number): number;
 }
 
 /** The in-memory store keeps at most this many entries by default. */
@@ -164,6 +166,13 @@ export class MemoryAuditStore implements AuditStore {
     }
     const last = entries[entries.length - 1];
     return more && last !== undefined ? { entries, next: encodeAuditPageToken(last.id) } : { entries };
+  }
+
+  trim(maxEntries: number): number {
+    const excess = this.rows.length - Math.max(0, maxEntries);
+    if (excess <= 0) return 0;
+    this.rows.splice(0, excess);
+    return excess;
   }
 
   prune(beforeMs: number): number {
@@ -313,5 +322,13 @@ export class SqliteAuditStore implements AuditStore {
 
   prune(beforeMs: number): number {
     return this.store.guard("audit.prune", () => this.store.statement("DELETE FROM a2a_audit_log WHERE at_ms < ?").run(beforeMs).changes);
+  }
+
+  trim(maxEntries: number): number {
+    // The id of the newest entry beyond the bound (by the primary key: no scan of the table), then one range delete.
+    return this.store.guard("audit.trim", () => {
+      const edge = this.store.statement("SELECT id FROM a2a_audit_log ORDER BY id DESC LIMIT 1 OFFSET ?").pluck().get(Math.max(0, maxEntries)) as number | undefined;
+      return edge === undefined ? 0 : this.store.statement("DELETE FROM a2a_audit_log WHERE id <= ?").run(edge).changes;
+    });
   }
 }

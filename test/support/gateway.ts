@@ -52,7 +52,10 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   const store = privateStore(env);
-  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...store.env, ...env });
+  // Every test request comes from 127.0.0.1: the per-address limits before authentication are off unless a test
+  // sets them (test/integration/auth-abuse.test.ts does), or the suites that send many bad credentials on purpose
+  // would get 429 instead of the answers they check.
+  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, A2A_AUTH_FAILURE_LIMIT: "0", A2A_UNAUTHENTICATED_RATE_LIMIT: "0", ...store.env, ...env });
   const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
     ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
     ...(options.storage === undefined ? {} : { storage: options.storage }),

@@ -42,6 +42,9 @@ class SpyStore implements AuditStore {
     this.prunedBefore.push(beforeMs);
     return this.inner.prune(beforeMs);
   }
+  trim(maxEntries: number): number {
+    return this.inner.trim(maxEntries);
+  }
 }
 
 const input = (extra: Partial<AuditRecordInput> = {}): AuditRecordInput => ({
@@ -271,5 +274,21 @@ describe("auditSubject", () => {
     const subject = auditSubject({ id: long, message: { contextId: long } }, null);
     expect(subject.task_id).toHaveLength(256);
     expect(subject.context_id).toHaveLength(256);
+  });
+});
+
+describe("size bound (A2A_AUDIT_MAX_ENTRIES)", () => {
+  it("keeps the newest maxEntries entries, trimmed every few entries, whatever their age", () => {
+    const store = new SpyStore();
+    const recorder = new AuditRecorder({ store, log: pino({ level: "silent" }), retentionDays: 0, maxEntries: 100, flushIntervalMs: 0 });
+    for (let i = 0; i < 1_000; i++) {
+      recorder.record(input({ method: `m${i}` }));
+      recorder.flush();
+    }
+    recorder.close();
+    const kept = store.inner.list({}, 500).entries;
+    expect(kept.length).toBeLessThanOrEqual(101);
+    expect(kept.length).toBeGreaterThanOrEqual(100);
+    expect(kept[0]!.method).toBe("m999");
   });
 });

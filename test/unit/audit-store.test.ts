@@ -65,6 +65,16 @@ describe.each(backends)("audit store ($name)", ({ open }) => {
   });
   afterEach(() => storage.close());
 
+  it("trim() keeps the newest maxEntries entries and says how many went", () => {
+    audit.append(Array.from({ length: 30 }, (_, i) => entry({ method: `m${i}` })));
+    expect(audit.trim(40)).toBe(0);
+    expect(audit.trim(12)).toBe(18);
+    const kept = audit.list({}, 100).entries.map((e) => e.method);
+    expect(kept).toEqual(Array.from({ length: 12 }, (_, i) => `m${29 - i}`));
+    expect(audit.trim(0)).toBe(12);
+    expect(audit.list({}, 100).entries).toHaveLength(0);
+  });
+
   it("appends entries and lists them newest first, in their wire shape", () => {
     audit.append([
       entry({ task_id: "t1", context_id: "c1", session_id: "ses_1", client_ip: "127.0.0.1" }),

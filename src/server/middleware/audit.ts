@@ -86,7 +86,7 @@ export function auditTrail(recorder: AuditRecorder) {
     try {
       await next();
     } finally {
-      if (state.route?.public !== true)
+      if (state.route?.public !== true && state.auditSkip !== true)
         recordAudit(recorder, {
           principal: state.principal,
           jsonrpc: state.jsonrpc,

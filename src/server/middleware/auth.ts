@@ -8,12 +8,15 @@ import { A2AError } from "../../contract/errors.js";
 import type { RouteLookup } from "../../contract/routes.js";
 import { hasScope, wwwAuthenticate, type CredentialResolver, type Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
+import type { AddressGuard } from "../../auth/address-guard.js";
 import type { RequestState } from "../state.js";
 
 export interface AuthDeps {
   resolver: CredentialResolver;
   routes: RouteLookup;
   limits: AccessLimits;
+  /** Per-address limits before authentication (absent: none). */
+  guard?: AddressGuard;
 }
 
 /** The caller's Principal, or UNAUTHENTICATED (with its WWW-Authenticate challenge). Shared with the JSON-RPC edge. */
@@ -23,13 +26,45 @@ export function authenticate(resolver: CredentialResolver, headers: Record<strin
   return principal;
 }
 
+/**
+ * authenticate() behind the per-address guard (shared by both HTTP doors): an address that failed too often is refused
+ * (RATE_LIMITED) before its credentials are looked at; a failure is counted. `state.auditSkip` is set when the guard
+ * does not want the refusal or failure audited (beyond the address's sample), so floods write nothing to disk.
+ */
+export function authenticateGuarded(
+  resolver: CredentialResolver,
+  guard: AddressGuard | undefined,
+  headers: Record<string, string | string[] | undefined>,
+  address: string,
+  state: Pick<RequestState, "auditSkip">,
+): Principal {
+  if (guard !== undefined) {
+    try {
+      guard.admit(address);
+    } catch (error) {
+      state.auditSkip = !guard.auditRefusal(address);
+      throw error;
+    }
+  }
+  try {
+    return authenticate(resolver, headers);
+  } catch (error) {
+    if (guard !== undefined) state.auditSkip = !guard.failed(address);
+    throw error;
+  }
+}
+
 export function authentication(deps: AuthDeps) {
   return async function auth(ctx: Context, next: Next): Promise<void> {
     const state = ctx.state as RequestState;
     const { route } = deps.routes(ctx.method, ctx.path);
     state.route = route;
-    if (route?.public) return next();
-    const principal = authenticate(deps.resolver, ctx.headers);
+    const address = ctx.req.socket.remoteAddress ?? "";
+    if (route?.public) {
+      deps.guard?.anonymous(address);
+      return next();
+    }
+    const principal = authenticateGuarded(deps.resolver, deps.guard, ctx.headers, address, state);
     state.principal = principal;
     if (route?.kind !== "jsonrpc") {
       const { headers, error } = deps.limits.charge(principal);
