@@ -48,6 +48,9 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   let server: http.Server;
   try {
     server = http.createServer();
+    server.headersTimeout = config.httpHeadersTimeout * 1000;
+    server.requestTimeout = config.httpRequestTimeout * 1000;
+    server.keepAliveTimeout = config.httpKeepAliveTimeout * 1000;
     // CONNECT is no request this gateway serves: answer it instead of dropping the socket.
     server.on("connect", (_req, socket: import("node:net").Socket) => {
       socket.end("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
@@ -69,24 +72,58 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion, upstream: upstream.mode }, "opencode-a2a listening");
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
   process.stdout.write(`opencode-a2a listening on ${bound}\n`);
+  // In-flight requests (blocking calls and streams included), for the graceful shutdown.
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    inFlight++;
+    res.once("close", () => {
+      if (--inFlight === 0) drained?.();
+    });
+  });
+  const allAnswered = (ms: number): Promise<void> =>
+    inFlight === 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, ms);
+          drained = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
   let stopping = false;
   const stop = (signal: string): void => {
-    if (stopping) return;
+    if (stopping) {
+      log.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
     stopping = true;
-    log.info({ signal }, "shutting down");
-    // Hard deadline: the OpenCode child gets SIGTERM, 5 s, then SIGKILL inside upstream.stop().
-    setTimeout(() => process.exit(1), 15_000).unref();
+    const graceMs = config.shutdownGrace * 1000;
+    log.info({ signal, in_flight: inFlight, grace_seconds: config.shutdownGrace }, "shutting down: no new connections; in-flight calls may finish");
+    // Hard deadline: the grace, the answers at its end, then the OpenCode child (SIGTERM, 5 s, SIGKILL in upstream.stop()).
+    setTimeout(() => process.exit(1), graceMs + 20_000).unref();
     server.close();
-    server.closeAllConnections();
-    // The gateway first (live turns stop as they are, push delivery stops, the audit log is flushed, the store is
-    // closed), then the upstream link: ending the event stream under running turns would fail their tasks.
-    gateway
-      .close()
-      .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "gateway close failed"))
-      .then(() => storage.close())
-      .then(() => upstream.stop())
-      .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "upstream stop failed"))
-      .finally(() => process.exit(0));
+    server.closeIdleConnections();
+    void (async () => {
+      await allAnswered(graceMs);
+      if (inFlight > 0) {
+        // The grace is over: whoever still waits gets the task's current state now.
+        const released = gateway.runtime?.release() ?? 0;
+        log.info({ in_flight: inFlight, released }, "grace over: answering in-flight calls with their tasks' current state");
+        await allAnswered(2_000);
+      }
+      server.closeAllConnections();
+      // The gateway first (live turns stop as they are, push delivery stops, the audit log is flushed), then the
+      // store and the upstream link: ending the event stream under running turns would fail their tasks.
+      await gateway.close().catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "gateway close failed"));
+      try {
+        storage.close();
+      } catch (err) {
+        log.error({ err: err instanceof Error ? err.message : String(err) }, "store close failed");
+      }
+      await upstream.stop().catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "upstream stop failed"));
+      process.exit(0);
+    })();
   };
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));

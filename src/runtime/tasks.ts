@@ -194,6 +194,12 @@ class LiveTask {
     this.#waiters.clear();
   }
 
+  /** Wakes every waiter whatever the state (shutdown: blocking sends answer with the task as it is). */
+  release(): void {
+    for (const resolve of this.#waiters) resolve();
+    this.#waiters.clear();
+  }
+
   /** The running upstream turn once OpenCode has started it; undefined when the task ends first. */
   turnStarted(): Promise<ActiveTurn | undefined> {
     if (isTerminal(this.state)) return Promise.resolve(undefined);
@@ -1225,6 +1231,30 @@ export class TaskRuntime {
       lost++;
     }
     return lost;
+  }
+
+  /**
+   * Shutdown deadline: every client still waiting on a task gets its current state now. Blocking sends return the
+   * task as it is; streams get a last status event (the current state, `final: true`, `metadata.shared.shutdown`)
+   * and end. The tasks themselves are left as they are (a restart fails the unfinished ones as GATEWAY_RESTARTED).
+   */
+  release(): number {
+    let released = 0;
+    for (const live of this.#live.values()) {
+      if (isTerminal(live.state)) continue;
+      released++;
+      live.fanout.publish({
+        kind: "status-update",
+        taskId: live.task.id,
+        contextId: live.task.contextId,
+        status: structuredClone(live.task.status),
+        final: true,
+        metadata: { shared: { shutdown: { reason: "the gateway is shutting down; the task was not finished", state: live.state } } },
+      });
+      live.fanout.close();
+      live.release();
+    }
+    return released;
   }
 
   /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */

@@ -1,6 +1,7 @@
 // The `serve` command with a bad environment: non-zero exit, a clear message naming the variable, no secrets; and its
 // shutdown on SIGTERM.
 import { spawn } from "node:child_process";
+import http from "node:http";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -9,6 +10,7 @@ import Database from "better-sqlite3";
 import { TaskRuntime } from "../../src/runtime/tasks.js";
 import { openStorage } from "../../src/storage/index.js";
 import { startStubUpstream } from "../../tools/upstream/stub.js";
+import { hang } from "../../tools/upstream/script.js";
 import { binPath } from "../support/build.js";
 
 const SECRET = "cli-secret-token-do-not-print-4242";
@@ -92,6 +94,77 @@ describe("opencode-a2a serve with a bad environment", () => {
 });
 
 describe("opencode-a2a serve stopped by SIGTERM", () => {
+  it("answers every in-flight blocking call and stream before exiting: finished ones within the grace, the rest with their task's current state", async () => {
+    const stub = await startStubUpstream();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-drain-"));
+    const env = {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? cwd,
+      A2A_BEARER_TOKEN: SECRET,
+      A2A_PORT: "0",
+      OPENCODE_BASE_URL: stub.url,
+      A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(dir, "tasks.db")}`,
+      A2A_LOG_LEVEL: "silent",
+      A2A_SHUTDOWN_GRACE_SECONDS: "1.5",
+    };
+    try {
+      const child = spawn(command[0], command[1], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
+      const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${out}`)), 20_000);
+        child.stdout.on("data", (c: Buffer) => {
+          out += c.toString();
+          const m = /listening on (http:\/\/\S+)/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1]!);
+          }
+        });
+      });
+      const rpc = (id: number, method: string, text: string) =>
+        fetch(`${url}/`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${SECRET}` },
+          body: JSON.stringify({ jsonrpc: "2.0", id, method, params: { message: { kind: "message", messageId: `m${id}`, role: "user", parts: [{ kind: "text", text }] } } }),
+        });
+      // One turn finishes within the grace; four hang; one stream hangs too.
+      stub.script({ kind: "text", chunks: ["done in time"], delayMs: 600 }, hang(), hang(), hang(), hang(), hang());
+      const quick = rpc(1, "message/send", "quick");
+      await expect.poll(() => stub.stats().busySessions, { timeout: 5_000 }).toBe(1);
+      const slow = [2, 3, 4, 5].map((id) => rpc(id, "message/send", `slow ${id}`));
+      const stream = rpc(6, "message/stream", "stream");
+      await expect.poll(() => stub.stats().busySessions, { timeout: 5_000 }).toBe(6);
+      const started = Date.now();
+      child.kill("SIGTERM");
+      // New connections are refused once the signal is handled.
+      await new Promise((r) => setTimeout(r, 300));
+      await expect(
+        new Promise((resolve, reject) => http.get(`${url}/.well-known/agent-card.json`, { agent: false }, resolve).on("error", reject)),
+      ).rejects.toThrow(/ECONNREFUSED/);
+
+      const quickBody = (await (await quick).json()) as any;
+      expect(quickBody.result.status.state).toBe("completed");
+      for (const res of await Promise.all(slow)) {
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as any;
+        expect(body.result.status.state).toBe("working");
+      }
+      const frames = (await (await stream).text()).split("\n\n").filter((f) => f.startsWith("data:")).map((f) => JSON.parse(f.slice(5)));
+      const last = frames.at(-1).result;
+      expect(last.kind).toBe("status-update");
+      expect(last.final).toBe(true);
+      expect(last.status.state).toBe("working");
+      expect(last.metadata.shared.shutdown.state).toBe("working");
+      expect(await exited).toBe(0);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      await stub.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("leaves a running task as stored (a restart fails it as GATEWAY_RESTARTED), flushes the audit log and exits 0", async () => {
     const stub = await startStubUpstream();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-stop-"));
