@@ -32,6 +32,7 @@ import {
 } from "../protocol/model.js";
 import type { SaveResult, TaskStore } from "../storage/tasks.js";
 import { StoreHealth } from "../storage/health.js";
+import type { ModelMonitor } from "../upstream/model-check.js";
 import { backoffMs } from "../util/backoff.js";
 import type { EventHub, Subscription } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
@@ -58,6 +59,8 @@ export interface RuntimeOptions {
   artifacts?: TurnArtifactOptions;
   /** Where store write failures and recoveries are recorded (/health reports it). */
   storeHealth?: StoreHealth;
+  /** Whether OpenCode has a usable default model (tasks are refused at once while it has none). */
+  model?: ModelMonitor;
   /** A2A_MAX_RUNNING_TASKS and A2A_TASK_QUEUE_LIMIT (default: 32 running, 1000 waiting). */
   admission?: { maxRunning: number; queueLimit: number };
   /** The interrupt registry; settable after construction (it needs the runtime itself). */
@@ -460,6 +463,23 @@ export class TaskRuntime {
       explicitSessionId(metadata) === undefined
         ? undefined
         : await this.opts.sessions.resolve(principal, contextId, metadata, routing, sessionTitle(message));
+
+    // No usable default model (first run, dead endpoint): refused at once with what to configure, instead of a turn
+    // OpenCode retries for a minute. A request that names its own model is not checked.
+    const monitor = this.opts.model;
+    if (monitor !== undefined && modelOf(metadata) === undefined && monitor.last?.state !== "ok") {
+      // Not known to be fine: the check in progress (start-up), or a fresh one at most every 2 s (5 s while it could
+      // not be decided, e.g. an OpenCode that does not answer /config).
+      const last = monitor.last;
+      const check = await monitor.current(last === undefined ? 60_000 : last.state === "unknown" ? 5_000 : 2_000);
+      if (check.state === "unavailable") {
+        throw new A2AError("UPSTREAM_MODEL_UNAVAILABLE", `OpenCode has no usable model: ${check.reason ?? "unknown reason"}`, {
+          ...(check.provider === undefined ? {} : { provider: check.provider }),
+          ...(check.model === undefined ? {} : { model: check.model }),
+          reason: check.reason ?? "",
+        });
+      }
+    }
 
     // Admission: a free turn, or a place in the bounded queue; else refused before anything is created.
     const { maxRunning, queueLimit } = this.#limits;

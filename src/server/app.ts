@@ -39,6 +39,7 @@ import { extensionHandlers } from "../extensions/index.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import type { RequestState } from "./state.js";
 import { StoreHealth } from "../storage/health.js";
+import { ModelMonitor } from "../upstream/model-check.js";
 
 export interface Gateway {
   /** The Koa app: serves every route, `POST /` included. */
@@ -152,7 +153,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const storeHealth = new StoreHealth();
   const discovery = new Discovery({
     catalog,
-    ...(deps.upstream === undefined ? {} : { upstream: deps.upstream, store: () => storeHealth.status(), tasks: () => runtime?.admission() }),
+    ...(deps.upstream === undefined
+      ? {}
+      : { upstream: deps.upstream, store: () => storeHealth.status(), tasks: () => runtime?.admission(), model: () => model?.current(model.last?.state === "ok" ? 10_000 : 1_000) }),
     facts,
     auth,
     cardMaxAgeSeconds: config.cardMaxAgeSeconds,
@@ -166,6 +169,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     },
   });
   let runtime: TaskRuntime | undefined;
+  let model: ModelMonitor | undefined;
   let push: PushService | undefined;
   let sessions: SessionResolver | undefined;
   const routing = { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride };
@@ -179,6 +183,13 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   if (deps.upstream !== undefined) {
     storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
     const upstream = deps.upstream;
+    const modelLog = log.child({ component: "model" });
+    model = new ModelMonitor(upstream.client, (check, previous) => {
+      if (check.state === previous?.state) return;
+      if (check.state === "unavailable") modelLog.warn({ provider: check.provider, model: check.model, endpoint: check.endpoint }, `no usable model: ${check.reason ?? ""}`);
+      else if (check.state === "ok") modelLog.info({ provider: check.provider, model: check.model }, "default model available");
+    });
+    void model.current(0);
     sessions = new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000);
     runtime = new TaskRuntime({
       store: storage.tasks,
@@ -194,6 +205,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       artifacts: { changes: config.artifactChanges, fileMaxBytes: config.artifactFileMaxBytes },
       storeHealth,
       admission: { maxRunning: config.maxRunningTasks, queueLimit: config.taskQueueLimit },
+      model,
     });
     const admitted = runtime;
     metrics.readAtScrape("a2a_tasks_running", "Turns running in OpenCode (working tasks; A2A_MAX_RUNNING_TASKS)", () => admitted.admission().running);

@@ -19,6 +19,7 @@ import {
 } from "../discovery/contract.js";
 import type { Upstream } from "../upstream/index.js";
 import type { StoreHealthStatus } from "../storage/health.js";
+import type { ModelCheck } from "../upstream/model-check.js";
 import type { RequestState } from "./state.js";
 
 interface CachedDoc {
@@ -44,6 +45,8 @@ export interface DiscoveryDeps {
   upstream?: Pick<Upstream, "status">;
   /** Whether the task store takes writes (absent without a store). */
   store?: () => StoreHealthStatus;
+  /** Whether OpenCode has a usable default model (absent without an upstream). */
+  model?: () => Promise<ModelCheck> | undefined;
   /** Running and waiting tasks (absent without a task runtime). */
   tasks?: () => Record<string, number> | undefined;
   facts: DeploymentFacts;
@@ -120,7 +123,9 @@ export class Discovery {
       const { catalog, facts } = this.deps;
       const upstream = this.deps.upstream === undefined ? undefined : await this.deps.upstream.status();
       const store = this.deps.store?.();
-      const healthy = (upstream === undefined || (upstream.healthy && upstream.events.state === "open")) && store?.state !== "degraded";
+      const model = await this.deps.model?.();
+      const healthy =
+        (upstream === undefined || (upstream.healthy && upstream.events.state === "open")) && store?.state !== "degraded" && model?.state !== "unavailable";
       ctx.status = healthy ? 200 : 503;
       ctx.set("Cache-Control", "no-store");
       ctx.body = {
@@ -147,6 +152,7 @@ export class Discovery {
               },
             }),
         ...(store === undefined ? {} : { store }),
+        ...(model === undefined ? {} : { model }),
         ...(this.deps.tasks?.() === undefined ? {} : { tasks: this.deps.tasks() }),
         profile: buildRuntimeProfile(facts),
         wire_contract: buildWireContract(catalog, line, facts),
