@@ -173,6 +173,26 @@ describe("0.3 REST: an absent configuration.blocking is false (proto3 default)",
     }
   });
 
+  it("0.3 JSON-RPC takes snake_case names too, and refuses both spellings of one field instead of picking one", async () => {
+    g.stub.script(text("snake on 0.3 json-rpc"));
+    const ok = await rpc(g.url, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: { message: { kind: "message", message_id: randomUUID(), role: "user", parts: [{ kind: "text", text: "snake" }] }, configuration: { history_length: 1 } },
+    });
+    expect(ok.body.result?.status?.state, ok.text).toBe("completed");
+    expect(ok.body.result.history).toHaveLength(1);
+    const both = await rpc(g.url, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "message/send",
+      params: { message: { kind: "message", message_id: "a", messageId: "b", role: "user", parts: [{ kind: "text", text: "twice" }] } },
+    });
+    expect(both.body.error?.code, both.text).toBe(-32602);
+    expect(JSON.stringify(both.body.error.data)).toMatch(/message\.messageId/);
+  });
+
   it("0.3 JSON-RPC keeps its own default: a configuration without blocking is blocking", async () => {
     g.stub.script(text(["slow ", "turn"], { delayMs: 100 }));
     const res = await rpc(g.url, {

@@ -9,7 +9,6 @@ import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.
 import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js";
 import { invalidParams, validate } from "../../contract/validate.js";
 import { jsonRpcError } from "../../protocol/errors.js";
-import { camelizeKeys } from "../../protocol/keys.js";
 import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import { hasScope, type Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
@@ -146,9 +145,11 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
         throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
-      // 1.0 params are ProtoJSON (proto field names folded per the params schema); 0.3 keeps its camelizing.
+      // Core params of both lines accept the proto's snake_case spellings, folded per the params schema; both
+      // spellings of one field are INVALID_PARAMS (1.0 is ProtoJSON; 0.3 JSON-RPC takes them too, never silently
+      // preferring one).
       const given = req.params ?? {};
-      const params = (method.surface !== "core" ? given : method.line === "1.0" ? normalizeProtoJson(method.params_schema, given) : camelizeKeys(given)) as Record<string, unknown>;
+      const params = (method.surface !== "core" ? given : normalizeProtoJson(method.params_schema, given)) as Record<string, unknown>;
       const verdict = await validate(method.params_schema, params);
       if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
       const handler = deps.registry.get(method.name);
