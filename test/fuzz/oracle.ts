@@ -317,7 +317,8 @@ export function createOracle(o: OracleOptions) {
         v.shape = "rpc-sse";
         if (x.status !== 200) v.problems.push(`event stream with HTTP ${x.status}`);
         if (x.frames.length === 0) v.problems.push("event stream ended without any event");
-        const id = isObj(request) ? request.id : undefined;
+        // An id-less core call is answered (DECISIONS 14): its stream's frames carry `id: null`.
+        const id = isObj(request) ? (request.id === undefined ? null : request.id) : undefined;
         for (const [i, f] of x.frames.entries()) await rpcResponse(f, headerLine, { id, known: isObj(request) }, `sse[${i}]`, v, 200);
         if (x.sseCut) v.deviations.push("rpc stream still open after the SSE budget");
         if (edge) v.problems.push(`expected ${edge}, got an event stream`);
