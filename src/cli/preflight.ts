@@ -1,5 +1,6 @@
 // Start-up checks of what the installation must provide before `serve` starts anything: the native SQLite binding of
-// better-sqlite3 (built by its install script, which npm 11 skips unless allowed) when the store is SQLite, and the
+// better-sqlite3 (built by its install script, which npm skips with --ignore-scripts, an allowScripts denial or a strict
+// allow-scripts policy) when the store is SQLite, and the
 // OpenCode platform binary (an optional dependency of opencode-ai) in managed mode. Each failure says what is missing
 // and the command that fixes it; main() exits with 78 (EX_CONFIG: restarting cannot help).
 import fs from "node:fs";
@@ -25,7 +26,7 @@ function fromCheckout(): boolean {
 
 /** The command that reinstalls this package with the install scripts it needs allowed. */
 export function reinstallCommand(): string {
-  return `npm install -g --allow-scripts=better-sqlite3 opencode-a2a-${packageVersion}.tgz   (or: npx --allow-scripts=better-sqlite3 --package opencode-a2a-${packageVersion}.tgz opencode-a2a serve)`;
+  return `npm install -g --allow-scripts=better-sqlite3,opencode-ai opencode-a2a-${packageVersion}.tgz (or the same --allow-scripts for npx)`;
 }
 
 /** Loads better-sqlite3's native binding by opening an in-memory database; the error message when it cannot. */
@@ -40,8 +41,8 @@ export function sqliteBindingProblem(): string | undefined {
       ? "run `npm rebuild better-sqlite3` (or `npm ci`) in the checkout"
       : `reinstall allowing its build script: ${reinstallCommand()}`;
     return (
-      `the native SQLite module of better-sqlite3 cannot be loaded (${detail}). Its install script builds it, and npm 11 ` +
-      `skips dependency install scripts unless they are allowed. Fix: ${fix}. ` +
+      `the native SQLite module of better-sqlite3 cannot be loaded (${detail}). Its install script builds it (for this ` +
+      `Node.js), and npm skips dependency install scripts that are not allowed. Fix: ${fix}. ` +
       "Or run without a durable store: A2A_TASK_STORE_BACKEND=memory."
     );
   }
