@@ -10,11 +10,14 @@ import { createGateway, credentialRegistry } from "./server/app.js";
 import { CredentialError } from "./auth/credentials.js";
 import { startUpstream } from "./upstream/index.js";
 import { keysCommand } from "./cli/keys.js";
+import { configurationHelp } from "./cli/help.js";
+import { checkInstallation, InstallationError } from "./cli/preflight.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
 
 Usage:
   opencode-a2a serve        start the gateway (configuration from the environment and ./.env)
+  opencode-a2a serve --help the configuration variables of serve
   opencode-a2a keys create --trust LEVEL --principal NAME [--scheme bearer|api_key|basic] [--file PATH] …
                             create a key in A2A_CREDENTIALS_FILE and print its secret once
   opencode-a2a keys list | revoke --id ID | delete --id ID
@@ -24,10 +27,18 @@ Usage:
   opencode-a2a --help       this help
 
 Credentials: A2A_BEARER_TOKEN, A2A_CREDENTIALS or A2A_CREDENTIALS_FILE (at least one). Without OPENCODE_BASE_URL the gateway starts \`opencode serve\` itself.
-See README.md for every variable.`;
+Exit codes of serve: 78 when the configuration or the installation cannot work (the message names what and the fix), 1 other start-up failures.`;
+
+const SERVE_USAGE = `opencode-a2a ${packageVersion}
+
+Usage: opencode-a2a serve
+
+Starts the gateway on A2A_HOST:A2A_PORT and prints \`opencode-a2a listening on URL\` on stdout; SIGINT/SIGTERM stop it.
+Exit code 78 when the configuration or the installation cannot work (the message names what and the fix).`;
 
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.Server> {
   const config = loadConfig(env, packageVersion);
+  checkInstallation(config);
   const log = createLogger(config.logLevel);
   // Credentials and the store are checked before anything starts, so a bad registry or database path never leaves a
   // managed OpenCode behind.
@@ -150,7 +161,11 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(`${USAGE}\n`);
+    process.stdout.write(`${USAGE}\n\n${configurationHelp()}\n`);
+    return 0;
+  }
+  if (command === "serve" && argv.slice(1).some((a) => a === "--help" || a === "-h")) {
+    process.stdout.write(`${SERVE_USAGE}\n\n${configurationHelp()}\n`);
     return 0;
   }
   if (command === "keys") {
@@ -173,6 +188,10 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof ConfigError || err instanceof CredentialError) {
       process.stderr.write(`opencode-a2a: ${err.message}\n\nSee README.md (Configuration) for every variable.\n`);
+      return 78;
+    }
+    if (err instanceof InstallationError) {
+      process.stderr.write(`opencode-a2a: ${err.message}\n`);
       return 78;
     }
     process.stderr.write(`opencode-a2a: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
