@@ -1,7 +1,13 @@
 // The docs surface over HTTP: /openrpc.json per line (header, query, default line, unsupported version), /docs (Swagger
 // UI page, its CSP, its files from node_modules with content types, caching and 304) and /docs/jsonrpc (every
 // catalog method of both lines, rendered and escaped), all public.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStubUpstream } from "../../tools/upstream/stub.js";
+import { binPath } from "../support/build.js";
 import { PROTOCOL_LINES } from "../../src/contract/catalog.js";
 import type { OpenRpcDocument } from "../../src/discovery/openrpc.js";
 import { escapeHtml, jsonRpcPage } from "../../src/server/docs/pages.js";
@@ -163,4 +169,59 @@ describe("/docs/jsonrpc", () => {
     expect(html).not.toContain("<img");
     expect(html).toContain("&#60;script&#62;alert(1)&#60;/script&#62;");
   });
+});
+
+describe("the startup log line", () => {
+  it("names the card, docs, OpenRPC, health and metrics URLs", async () => {
+    const stub = await startStubUpstream();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-docs-log-"));
+    const child = spawn(process.execPath, [binPath, "serve"], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: dir,
+        A2A_BEARER_TOKEN: "docs-log-token-123456",
+        A2A_PORT: "0",
+        A2A_LOG_LEVEL: "info",
+        OPENCODE_BASE_URL: stub.url,
+        A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(dir, "tasks.db")}`,
+      },
+      stdio: ["ignore", "ignore", "pipe"], // the log goes to stderr
+    });
+    try {
+      const line = await new Promise<Record<string, string>>((resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`no listening log line within 20 s: ${out}`)), 20_000);
+        child.stderr.on("data", (c: Buffer) => {
+          out += c.toString();
+          for (const l of out.split("\n").slice(0, -1)) {
+            if (!l.startsWith("{")) continue; // complete JSON lines only
+            const entry = JSON.parse(l) as Record<string, string>;
+            if (entry.msg === "opencode-a2a listening") {
+              clearTimeout(timer);
+              resolve(entry);
+            }
+          }
+        });
+      });
+      const url = line.url!;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(line).toMatchObject({
+        card: `${url}/.well-known/agent-card.json`,
+        docs: `${url}/docs`,
+        openrpc: `${url}/openrpc.json`,
+        health: `${url}/health`,
+        metrics: `${url}/metrics`,
+      });
+      // The URLs it prints answer.
+      expect((await fetch(line.docs!)).status).toBe(200);
+      expect((await fetch(line.openrpc!)).status).toBe(200);
+    } finally {
+      const exited = new Promise((resolve) => child.on("close", resolve));
+      child.kill("SIGTERM");
+      await exited;
+      await stub.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
 });
