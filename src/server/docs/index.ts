@@ -1,7 +1,9 @@
 // The docs pages (public, like the contract artifacts: DECISIONS 7): `/docs` (Swagger UI over /openapi.json),
 // `/docs/jsonrpc` (the JSON-RPC methods of both lines, rendered from the OpenRPC documents) and their static files
-// under `/docs/assets/`. Every byte comes from this gateway: the Content-Security-Policy allows only 'self' (plus
-// inline styles and data: images, which Swagger UI sets) and the public URL's origin for Swagger UI's "Try it out".
+// under `/docs/assets/`. Every byte comes from this gateway: the Content-Security-Policy allows only 'self' (plus data:
+// images and fonts, which Swagger UI's stylesheet embeds) and the public URL's origin for Swagger UI's "Try it out".
+// No 'unsafe-inline' and no 'unsafe-eval': Swagger UI sets its styles through the CSSOM, which the policy allows, and
+// the browser test (test/browser/docs.test.ts) fails on any violation.
 import type Router from "@koa/router";
 import type { Context } from "koa";
 import { A2AError } from "../../contract/errors.js";
@@ -24,12 +26,12 @@ function originOf(url: string): string | undefined {
   }
 }
 
-/** The pages' policy: scripts and styles from this origin only; Swagger UI's inline styles and data: images. */
+/** The pages' policy: scripts and styles from this origin only; data: images and fonts for Swagger UI. */
 export function docsCsp(publicUrl: string, page: "api" | "jsonrpc"): string {
   const connect = ["'self'", originOf(publicUrl)].filter((v, i, all) => v && all.indexOf(v) === i).join(" ");
   const common = ["default-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"];
   return page === "api"
-    ? [...common, "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:", "font-src 'self' data:", `connect-src ${connect}`].join("; ")
+    ? [...common, "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self' data:", `connect-src ${connect}`].join("; ")
     : [...common, "style-src 'self'", "img-src 'self'"].join("; ");
 }
 
