@@ -80,7 +80,20 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
   const gateway = await createGateway(config, log, { upstream, credentials, storage });
   server.on("request", gateway.handler);
-  log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion, upstream: upstream.mode }, "opencode-a2a listening");
+  log.info(
+    {
+      url: config.publicUrl,
+      card: `${config.publicUrl}/.well-known/agent-card.json`,
+      docs: `${config.publicUrl}/docs`,
+      openrpc: `${config.publicUrl}/openrpc.json`,
+      health: `${config.publicUrl}/health`,
+      ...(config.metricsEnabled ? { metrics: `${config.publicUrl}/metrics` } : {}),
+      defaultLine: config.defaultLine,
+      version: packageVersion,
+      upstream: upstream.mode,
+    },
+    "opencode-a2a listening",
+  );
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
   process.stdout.write(`opencode-a2a listening on ${bound}\n`);
   // In-flight requests (blocking calls and streams included), for the graceful shutdown.

@@ -103,6 +103,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description API reference page: Swagger UI over `/openapi.json`, served with its files from the gateway itself (no CDN),
+         *     with links to the JSON-RPC method reference and the downloadable documents.
+         */
+        get: operations["Docs_apiReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/assets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A static file of the docs pages (the Swagger UI bundle, stylesheets, the page script), cached with an ETag. */
+        get: operations["Docs_asset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/jsonrpc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description JSON-RPC method reference (HTML) of both protocol lines: core methods of 0.3 and 1.0 and every extension method,
+         *     with params, result, errors, scope and this deployment's availability, rendered from the OpenRPC documents.
+         */
+        get: operations["Docs_jsonRpcReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/extendedAgentCard": {
         parameters: {
             query?: never;
@@ -222,6 +279,29 @@ export interface paths {
         };
         /** @description This OpenAPI document (YAML). */
         get: operations["Artifacts_openapiYaml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openrpc.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description OpenRPC 1.3 document of the JSON-RPC surface (`POST /`) of one protocol line, chosen by `A2A-Version` (header or
+         *     `?A2A-Version=`; absent → the deployment's default line; unsupported → VersionNotSupported): the line's core
+         *     methods and every extension method, with by-name params whose schemas reference `/schemas/...`, the result, the
+         *     errors (code, message and the reason in `data` as the line's wire shape carries it), `x-scope`, `x-toggle`, and
+         *     this deployment's `x-availability` (`available`, `disabled` by a toggle, `not-implemented`).
+         */
+        get: operations["Artifacts_openrpcJson"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1935,6 +2015,79 @@ export interface operations {
             };
         };
     };
+    Docs_apiReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html; charset=utf-8": string;
+                };
+            };
+        };
+    };
+    Docs_asset: {
+        parameters: {
+            query?: never;
+            header?: {
+                "If-None-Match"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    "Cache-Control": string;
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description The client has made a conditional request and the resource has not been modified. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    Docs_jsonRpcReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html; charset=utf-8": string;
+                };
+            };
+        };
+    };
     V1_0_getExtendedAgentCard: {
         parameters: {
             query?: never;
@@ -2415,6 +2568,28 @@ export interface operations {
                 };
                 content: {
                     "application/yaml": string;
+                };
+            };
+        };
+    };
+    Artifacts_openrpcJson: {
+        parameters: {
+            query?: never;
+            header?: {
+                "A2A-Version"?: components["parameters"]["VersionHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
                 };
             };
         };

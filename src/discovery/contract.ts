@@ -86,7 +86,7 @@ export function serviceBehaviors(
       required_extensions: facts.requiredExtensions,
       required_extensions_source: "A2A_REQUIRED_EXTENSIONS",
       requirement_applies_to: ["core A2A task and push-config methods (JSON-RPC and REST)", "extension methods"],
-      exempt: ["public agent card", "extended agent card on every transport", "/health", "/metrics", "/admin/audit", "/openapi.*", "/schemas/*"],
+      exempt: ["public agent card", "extended agent card on every transport", "/health", "/metrics", "/admin/audit", "/openapi.*", "/openrpc.json", "/schemas/*", "/docs*"],
       missing_required: { error: "EXTENSION_SUPPORT_REQUIRED", code: -32008, http_status: 400, grpc_status: "FAILED_PRECONDITION", data_fields: ["method", "required_extensions", "requested_extensions", "header"] },
       without_required_extensions: "nothing needs activating: extension methods work without the header",
     },

@@ -20,6 +20,7 @@ import { koaPath, registerRestRoutes } from "../transport/rest/index.js";
 import type { StreamBudget } from "../transport/sse.js";
 import { payloadLog } from "../logging/payloads.js";
 import { Discovery } from "./discovery.js";
+import { registerDocs } from "./docs/index.js";
 import { authentication } from "./middleware/auth.js";
 import { auditTrail } from "./middleware/audit.js";
 import { AuditRecorder, registerAuditRoutes } from "../audit/index.js";
@@ -278,6 +279,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   const router = new Router();
   discovery.register(router);
+  registerDocs(router, { lines: catalog.protocol_lines, openrpc: (line) => discovery.openrpcDocument(line), publicUrl: config.publicUrl });
   registerAuditRoutes(router, { recorder });
   router.get("/metrics", async (ctx) => {
     if (!config.metricsEnabled) throw new A2AError("ROUTE_NOT_FOUND", "Metrics are disabled (A2A_METRICS_ENABLED=false)", { path: ctx.path, method: ctx.method });

@@ -1,5 +1,5 @@
 // Discovery and operations routes: agent cards (public/extended, per line, cached with weak ETags), /health,
-// and the downloadable contract artifacts (/openapi.json, /openapi.yaml, /schemas/...).
+// and the downloadable contract artifacts (/openapi.json, /openapi.yaml, /openrpc.json, /schemas/...).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -17,6 +17,8 @@ import {
   openApiContractExtensions,
   type DeploymentFacts,
 } from "../discovery/contract.js";
+import { applyDeploymentFacts, type OpenRpcDocument } from "../discovery/openrpc.js";
+import type { ProtocolLine } from "../contract/catalog.js";
 import type { Upstream } from "../upstream/index.js";
 import type { StoreHealthStatus } from "../storage/health.js";
 import type { ModelCheck } from "../upstream/model-check.js";
@@ -61,6 +63,7 @@ export class Discovery {
   private readonly lastModified = new Date(Math.floor(Date.now() / 1000) * 1000).toUTCString();
   private openapi?: Record<string, unknown>;
   private openapiYaml?: string;
+  private readonly openrpc = new Map<ProtocolLine, OpenRpcDocument>();
 
   constructor(private readonly deps: DiscoveryDeps) {}
 
@@ -112,6 +115,17 @@ export class Discovery {
       };
     }
     return this.openapi;
+  }
+
+  /** The OpenRPC document of a line's JSON-RPC surface with this deployment's facts (generated/openrpc + facts). */
+  openrpcDocument(line: ProtocolLine): OpenRpcDocument {
+    let doc = this.openrpc.get(line);
+    if (!doc) {
+      const { catalog, facts, identity } = this.deps;
+      doc = applyDeploymentFacts(readGeneratedJson<OpenRpcDocument>("openrpc", `openrpc-${line}.json`), catalog, facts, identity.publicUrl);
+      this.openrpc.set(line, doc);
+    }
+    return doc;
   }
 
   register(router: Router): void {
@@ -166,6 +180,10 @@ export class Discovery {
       this.openapiYaml ??= toYaml(this.openapiDocument(), { lineWidth: 0, aliasDuplicateObjects: false });
       ctx.type = "application/yaml";
       ctx.body = this.openapiYaml;
+    });
+    // The line's JSON-RPC surface: A2A-Version (header or query) was negotiated before routing; absent → default line.
+    router.get("/openrpc.json", (ctx) => {
+      ctx.body = this.openrpcDocument((ctx.state as RequestState).line);
     });
     const schemaRoot = path.join(generatedDir, "json-schema");
     router.get("/schemas", (ctx) => {

@@ -8,6 +8,7 @@ import { buildCatalog, compileJsonSchema, compileOpenApi, schemaGroups } from ".
 import { writeValidators } from "./validators.js";
 import { writeOpenApiTypes, writeOpencodeClient } from "./clients.js";
 import { decorateOpenApi } from "./openapi.js";
+import { buildOpenRpcDocuments } from "./openrpc.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const generatedDir = path.join(root, "generated");
@@ -40,6 +41,10 @@ async function generate(outRoot: string): Promise<void> {
     const openapi = await decorateOpenApi(raw, catalog);
     writeJson(path.join(outRoot, "openapi", "openapi.json"), openapi);
     fs.writeFileSync(path.join(outRoot, "openapi", "openapi.yaml"), toYaml(openapi, { lineWidth: 0, aliasDuplicateObjects: false }));
+
+    const version = (openapi.info as { version: string }).version;
+    for (const [line, doc] of Object.entries(buildOpenRpcDocuments(catalog, path.join(outRoot, "json-schema"), version)))
+      writeJson(path.join(outRoot, "openrpc", `openrpc-${line}.json`), doc);
 
     await writeOpenApiTypes(path.join(outRoot, "openapi", "openapi.json"), path.join(outRoot, "types", "a2a-openapi.d.ts"));
     const validators = writeValidators(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "validators"));
