@@ -10,6 +10,7 @@ import { createGateway, credentialRegistry } from "./server/app.js";
 import { CredentialError } from "./auth/credentials.js";
 import { startUpstream } from "./upstream/index.js";
 import { keysCommand } from "./cli/keys.js";
+import { logStartupSummary } from "./server/summary.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
 
@@ -28,7 +29,7 @@ See README.md for every variable.`;
 
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.Server> {
   const config = loadConfig(env, packageVersion);
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   // Credentials and the store are checked before anything starts, so a bad registry or database path never leaves a
   // managed OpenCode behind.
   const credentials = credentialRegistry(config, catalog, log);
@@ -66,6 +67,8 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
   const gateway = await createGateway(config, log, { upstream, credentials, storage });
   server.on("request", gateway.handler);
+  // Store, durability, upstream mode and OpenCode version, protocol lines, public URL: logged once the upstream answered.
+  void logStartupSummary(log, config, storage, upstream, catalog.protocol_lines);
   log.info({ url: config.publicUrl, defaultLine: config.defaultLine, version: packageVersion, upstream: upstream.mode }, "opencode-a2a listening");
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
   process.stdout.write(`opencode-a2a listening on ${bound}\n`);
