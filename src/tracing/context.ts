@@ -10,7 +10,7 @@
 import { randomFillSync } from "node:crypto";
 
 /** version-traceid-parentid-flags; a future version may append `-…` fields (§3.2.4: parse what we know). */
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-|$)/;
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(?:-|$)/;
 const ZERO_TRACE = "00000000000000000000000000000000";
 const ZERO_SPAN = "0000000000000000";
 /** §3.3.1.5: at least 512 characters of `tracestate` are propagated; a longer value is dropped, not cut mid-entry. */
@@ -28,8 +28,8 @@ function randomHex(bytes: number): string {
     }
     const hex = pool.toString("hex", offset, offset + bytes);
     offset += bytes;
-    // All zeros is invalid for both ids (§3.2.2.3, §3.2.2.4); vanishingly rare, but never sent.
-    if (hex !== ZERO_TRACE && hex !== ZERO_SPAN) return hex;
+    // All zeros is invalid for both ids (§3.2.2.3, §3.2.2.4); vanishingly rare, but never sent. (newIds checks its halves.)
+    if (bytes === 24 || (hex !== ZERO_TRACE && hex !== ZERO_SPAN)) return hex;
   }
 }
 
@@ -47,17 +47,14 @@ export interface RemoteParent {
 
 /** The parts of a valid `traceparent` header, or undefined (absent, malformed, all-zero ids, version ff, repeated). */
 export function parseTraceparent(header: string | string[] | undefined): RemoteParent | undefined {
-  if (typeof header !== "string" || header.length < 55) return undefined;
-  const m = TRACEPARENT.exec(header);
-  if (m === null) return undefined;
-  const version = m[1]!;
-  if (version === "ff") return undefined;
-  // Version 00 has exactly four fields; a higher version may have more, after a `-`.
-  if (version === "00" && header.length !== 55) return undefined;
-  const traceId = m[2]!;
-  const spanId = m[3]!;
+  if (typeof header !== "string" || header.length < 55 || !TRACEPARENT.test(header)) return undefined;
+  // Version 00 has exactly four fields; a higher version may have more, after a `-`. Version ff is invalid.
+  if (header.startsWith("00") ? header.length !== 55 : header.startsWith("ff")) return undefined;
+  const traceId = header.slice(3, 35);
+  const spanId = header.slice(36, 52);
   if (traceId === ZERO_TRACE || spanId === ZERO_SPAN) return undefined;
-  return { traceId, spanId, sampled: (parseInt(m[4]!, 16) & 1) === 1 };
+  // Only the sampled bit (the lowest of the flags) is defined in Level 1.
+  return { traceId, spanId, sampled: (parseInt(header[54]!, 16) & 1) === 1 };
 }
 
 /** `tracestate` as passed on: repeated headers joined (node:http does it with ", "), empty or oversized dropped. */
@@ -71,7 +68,7 @@ export function cleanTracestate(header: string | string[] | undefined): string |
 
 /** The trace context of one request (or of the task it started): what is logged, audited and propagated. */
 export class TraceContext {
-  #traceparent: string | undefined;
+  private header: string | undefined = undefined;
 
   constructor(
     /** 32 lower-case hex digits. */
@@ -87,7 +84,7 @@ export class TraceContext {
 
   /** `traceparent` naming this context's span as the parent (the value sent upstream when no client span is made). */
   get traceparent(): string {
-    return (this.#traceparent ??= formatTraceparent(this.traceId, this.spanId, this.sampled));
+    return (this.header ??= formatTraceparent(this.traceId, this.spanId, this.sampled));
   }
 
   /**
@@ -108,7 +105,19 @@ export function formatTraceparent(traceId: string, spanId: string, sampled: bool
  * trace. A trace the gateway starts is marked sampled, like OpenTelemetry's default sampler does.
  */
 export function incomingTrace(traceparent: string | string[] | undefined, tracestate: string | string[] | undefined): TraceContext {
-  const parent = parseTraceparent(traceparent);
-  if (parent === undefined) return new TraceContext(newTraceId(), newSpanId(), true, undefined, undefined);
-  return new TraceContext(parent.traceId, newSpanId(), parent.sampled, cleanTracestate(tracestate), parent.spanId);
+  const parent = traceparent === undefined ? undefined : parseTraceparent(traceparent);
+  if (parent === undefined) {
+    // Both ids from one read of the pool (this runs for every request that comes without a trace).
+    const ids = newIds();
+    return new TraceContext(ids.slice(0, 32), ids.slice(32), true, undefined, undefined);
+  }
+  return new TraceContext(parent.traceId, newSpanId(), parent.sampled, tracestate === undefined ? undefined : cleanTracestate(tracestate), parent.spanId);
+}
+
+/** 48 hex digits: a trace id then a span id, neither all zeros. */
+function newIds(): string {
+  for (;;) {
+    const hex = randomHex(24);
+    if (!hex.startsWith(ZERO_TRACE) && !hex.endsWith(ZERO_SPAN)) return hex;
+  }
 }
