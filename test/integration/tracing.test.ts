@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logging/index.js";
-import { call, rpc } from "../support/gateway.js";
+import { call, rpc, startGateway } from "../support/gateway.js";
 import { Capture } from "../support/logs.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 import { until } from "../support/task-wire.js";
@@ -211,5 +211,21 @@ describe("W3C trace context", () => {
     expect(warning, out.text.slice(-2000)).toMatchObject({ msg: "could not read the turn's changes from OpenCode", trace_id: t.traceId });
     expect(warning!.span_id).toMatch(/^[0-9a-f]{16}$/);
   });
-});
 
+  it("browsers may send the trace headers: the CORS preflight allows traceparent and tracestate", async () => {
+    const app = "https://app.example.com";
+    const gw = await startGateway({ A2A_ALLOWED_ORIGINS: app, A2A_TASK_STORE_BACKEND: "memory" });
+    try {
+      const res = await call(gw.url, "/", {
+        method: "OPTIONS",
+        auth: false,
+        headers: { origin: app, "access-control-request-method": "POST", "access-control-request-headers": "authorization, traceparent, tracestate" },
+      });
+      expect(res.status).toBe(204);
+      const allowed = (res.headers.get("access-control-allow-headers") ?? "").toLowerCase().split(/,\s*/);
+      expect(allowed).toEqual(expect.arrayContaining(["traceparent", "tracestate"]));
+    } finally {
+      await gw.close();
+    }
+  });
+});
