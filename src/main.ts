@@ -12,6 +12,7 @@ import { startUpstream } from "./upstream/index.js";
 import { keysCommand } from "./cli/keys.js";
 import { configurationHelp } from "./cli/help.js";
 import { checkInstallation, InstallationError } from "./cli/preflight.js";
+import { logStartupSummary } from "./server/summary.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
 
@@ -39,7 +40,7 @@ Exit code 78 when the configuration or the installation cannot work (the message
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.Server> {
   const config = loadConfig(env, packageVersion);
   checkInstallation(config);
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   // Credentials and the store are checked before anything starts, so a bad registry or database path never leaves a
   // managed OpenCode behind.
   const credentials = credentialRegistry(config, catalog, log);
@@ -80,6 +81,8 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
   const gateway = await createGateway(config, log, { upstream, credentials, storage });
   server.on("request", gateway.handler);
+  // Store, durability, upstream mode and OpenCode version, protocol lines, public URL: logged once the upstream answered.
+  void logStartupSummary(log, config, storage, upstream, catalog.protocol_lines);
   log.info(
     {
       url: config.publicUrl,

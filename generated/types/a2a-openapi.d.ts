@@ -679,6 +679,11 @@ export interface components {
             /** @description The task the call was about, when known. */
             task_id?: string;
             /**
+             * @description The W3C trace id of the request (its `traceparent`'s, or the one the gateway started): the same id is in the
+             *     request's log lines and in the `traceparent` of the OpenCode calls and push deliveries made for it.
+             */
+            trace_id?: string;
+            /**
              * @description `jsonrpc` (`POST /`) or `rest` (HTTP+JSON routes).
              * @enum {string}
              */
@@ -1919,6 +1924,8 @@ export interface operations {
                 since?: string;
                 /** @description Only calls about this task. */
                 task_id?: string;
+                /** @description Only calls of requests in this W3C trace (the trace id of their `traceparent`, 32 lower-case hex digits). */
+                trace_id?: string;
                 /** @description Only calls before this instant (RFC 3339). */
                 until?: string;
             };

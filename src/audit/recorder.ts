@@ -173,10 +173,11 @@ export class AuditRecorder {
     entry.status = input.status;
     entry.duration_ms = input.duration_ms;
     setOptional(entry, "client_ip", capOpt(input.client_ip));
+    setOptional(entry, "trace_id", capOpt(input.trace_id));
     return entry;
   }
 }
 
-function setOptional(entry: NewAuditEntry, key: "task_id" | "context_id" | "session_id" | "error_reason" | "client_ip", value: string | undefined): void {
+function setOptional(entry: NewAuditEntry, key: "task_id" | "context_id" | "session_id" | "error_reason" | "client_ip" | "trace_id", value: string | undefined): void {
   if (value !== undefined) entry[key] = value;
 }

@@ -37,7 +37,7 @@ function instant(field: string, value: string): number {
   return ms;
 }
 
-const STRING_FILTERS = ["principal", "credential_id", "method", "task_id", "session_id"] as const;
+const STRING_FILTERS = ["principal", "credential_id", "method", "task_id", "session_id", "trace_id"] as const;
 const KNOWN = new Set<string>([...STRING_FILTERS, "outcome", "since", "until", "limit", "page_token"]);
 
 /** Parse and validate the query (unknown parameters, e.g. A2A-Version, are ignored; empty values count as absent). */

@@ -79,6 +79,25 @@ export function serviceBehaviors(
 ): Record<string, unknown> {
   return {
     classification: "service-level-semantic-enhancement",
+    tracing: {
+      standard: "W3C Trace Context Level 1",
+      request_headers: ["traceparent", "tracestate"],
+      doors: "every HTTP request (JSON-RPC POST /, REST routes, discovery, /health, /metrics, /admin/audit)",
+      valid_traceparent: "its trace id is kept; the gateway's work gets a new span id whose parent is the caller's span; tracestate is passed on",
+      invalid_or_absent: "a new trace is started (random ids, sampled); tracestate is discarded",
+      propagated_to: [
+        "every OpenCode call made for the request",
+        "every OpenCode call of the task's turn, which runs after the request returned (prompt_async, session, diff, file reads, abort)",
+        "push notification deliveries (the trace of the request that set the config, else of the task)",
+      ],
+      not_propagated: [
+        "the shared OpenCode event stream (one for all requests)",
+        "the OpenCode calls of extension methods (opencode.*, a2a.interrupt.* replies of a task no longer live): not yet",
+      ],
+      recorded_in: { logs: ["trace_id", "span_id"], audit_entry: "trace_id", audit_filter: "GET /admin/audit?trace_id=" },
+      response_headers: "none: Trace Context Level 1 defines no response header, and traceresponse is a draft",
+      export: "OpenTelemetry spans over OTLP/HTTP (JSON) when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; off otherwise",
+    },
     extension_activation: {
       request_headers: { "1.0": "A2A-Extensions", "0.3": "X-A2A-Extensions", note: "comma-separated URIs; the header may repeat; both are read on both lines" },
       activated: "the requested URIs that are extensions of this gateway (extension_uris); unknown URIs are ignored, not errors",

@@ -9,6 +9,7 @@ import type { PushService } from "../push/service.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
 import { pushHandlers } from "./push.js";
 import { taskHandlers } from "./tasks.js";
+import type { TraceContext } from "../tracing/index.js";
 
 export interface Call {
   line: ProtocolLine;
@@ -20,6 +21,8 @@ export interface Call {
    * then answers the dual card of both lines, as the GET of the public card does.
    */
   versionless?: boolean;
+  /** The request's W3C trace context (every request has one; absent only for calls made outside a request). */
+  trace?: TraceContext | undefined;
 }
 
 export type MethodHandler = (params: Record<string, unknown>, call: Call) => Promise<unknown>;

@@ -31,7 +31,7 @@ export function pushHandlers(push: PushService): Record<string, MethodHandler> {
         call.transport === "rest"
           ? codec.decodePushConfig(params.body ?? {}, restIds(params).taskId as string | undefined)
           : codec.decodePushConfig(params);
-      return codec.pushConfig(push.set(call.principal, call.line, input, true, { field: codec.pushFields.config, scheme: codec.pushFields.scheme }));
+      return codec.pushConfig(push.set(call.principal, call.line, input, true, { field: codec.pushFields.config, scheme: codec.pushFields.scheme }, call.trace));
     },
     "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(push.get(call.principal, refOf(params, call))),
     "push.list": async (params, call) => {

@@ -141,14 +141,14 @@ export function taskHandlers(runtime: TaskRuntime, push?: PushService): Record<s
     send: async (params, call) => {
       const codec = codecOf(call);
       const send = codec.decodeSendParams(payload(params, call));
-      const task = filterTask(await runtime.send(call.principal, send, sendTimeConfig(push, call, send)), resultAccess(call.principal));
+      const task = filterTask(await runtime.send(call.principal, send, sendTimeConfig(push, call, send), call.trace), resultAccess(call.principal));
       const historyLength = send.configuration?.historyLength;
       return codec.sendResult({ kind: "task", task }, historyLength === undefined ? {} : { historyLength });
     },
     stream: async (params, call) => {
       const codec = codecOf(call);
       const send = codec.decodeSendParams(payload(params, call));
-      const handle = await runtime.stream(call.principal, send, sendTimeConfig(push, call, send));
+      const handle = await runtime.stream(call.principal, send, sendTimeConfig(push, call, send), call.trace);
       return toEventStream(codec, handle, resultAccess(call.principal));
     },
     get: async (params, call) => {

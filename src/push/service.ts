@@ -35,6 +35,7 @@ import { queueKey, type NewDelivery, type PushDelivery, type PushOutboxStore } f
 import { backoffMs } from "../util/backoff.js";
 import { WebhookSender, type SendVerdict } from "./sender.js";
 import { checkPushConfig } from "./target.js";
+import { beginCall, parseTraceparent, traceFields, traceHeaders, TraceContext } from "../tracing/index.js";
 
 export interface PushOptions {
   configs: PushConfigStore;
@@ -57,6 +58,8 @@ export interface PushOptions {
   maxAgeMs: number;
   allowPrivateNetworks: boolean;
   userAgent: string;
+  /** The trace context of a live task (the request that started it): its notifications are delivered in that trace. */
+  traceOf?: (taskId: string) => TraceContext | undefined;
   /** For tests. */
   now?: () => number;
   random?: () => number;
@@ -110,6 +113,8 @@ export class PushService {
     input: PushConfigInput,
     announce = true,
     where: Where = { field: codecFor(line, "jsonrpc").pushFields.config, scheme: codecFor(line, "jsonrpc").pushFields.scheme },
+    /** The setting request's trace: what the config's first notification (`announce`) is delivered under. */
+    trace?: TraceContext,
   ): PushConfig {
     const task = this.#opts.visibleTask(principal, input.taskId);
     const field = where.field;
@@ -133,7 +138,7 @@ export class PushService {
       this.#opts.configs.set(config);
       // A replaced config starts over: what waited for its old URL is not sent to the new one.
       const n = this.#opts.outbox.drop(input.taskId, id);
-      if (announce && (isTerminal(task.status.state) || ATTENTION.has(task.status.state))) this.#enqueue(task, [config]);
+      if (announce && (isTerminal(task.status.state) || ATTENTION.has(task.status.state))) this.#enqueue(task, [config], undefined, trace);
       return n;
     });
     this.#settleDropped(input.taskId, id, dropped);
@@ -213,7 +218,11 @@ export class PushService {
     queueMicrotask(() => this.#kick());
   }
 
-  #enqueue(task: Task, configs: PushConfig[], event?: StatusUpdateEvent): void {
+  #enqueue(task: Task, configs: PushConfig[], event?: StatusUpdateEvent, trace?: TraceContext): void {
+    // The trace of the request that set the config (its announcement), else the one the task's turn runs under.
+    const traced = trace ?? this.#opts.traceOf?.(task.id);
+    const context =
+      traced === undefined ? undefined : { traceparent: traced.traceparent, ...(traced.tracestate === undefined ? {} : { tracestate: traced.tracestate }) };
     // Encoded once per (line, result access) among the task's configs.
     const bodies = new Map<string, Pick<NewDelivery, "body" | "contentType">>();
     const items = configs.map((config) => {
@@ -222,7 +231,7 @@ export class PushService {
       const key = `${line}:${access.artifacts}:${access.files}`;
       let body = bodies.get(key);
       if (body === undefined) bodies.set(key, (body = notification(line, task, event, access)));
-      return { taskId: task.id, configId: config.id, ...body };
+      return { taskId: task.id, configId: config.id, ...body, ...context };
     });
     this.#opts.outbox.enqueue(items);
     this.#opts.metrics.pushQueued.inc(items.length);
@@ -353,11 +362,15 @@ export class PushService {
     if (config.token !== undefined) headers["x-a2a-notification-token"] = config.token;
     const scheme = config.authentication?.schemes[0];
     if (scheme !== undefined && config.authentication?.credentials !== undefined) headers.authorization = `${scheme} ${config.authentication.credentials}`;
+    const trace = deliveryTrace(delivery);
+    const span = trace === undefined ? undefined : beginCall(trace, "push notification", { "http.request.method": "POST", "url.full": redactedUrl(config.url), "a2a.task.id": delivery.taskId });
+    if (trace !== undefined) Object.assign(headers, traceHeaders(trace, span));
     const verdict: SendVerdict = await this.#sender.send({ url: config.url, body: delivery.body, headers }, signal);
+    span?.end(verdict.kind === "delivered" ? undefined : verdict.reason, "status" in verdict && verdict.status !== undefined ? { "http.response.status_code": verdict.status } : undefined);
     // Cut short by stop() (it stays queued as it was) or by a delete / replace of its config (already dropped).
     if (signal.aborted) return;
     const attempts = delivery.attempts + 1;
-    const where = { taskId: delivery.taskId, configId: delivery.configId, attempts };
+    const where = { taskId: delivery.taskId, configId: delivery.configId, attempts, ...(trace === undefined ? {} : traceFields(trace)) };
     m.pushAttempts.inc({ outcome: verdict.kind === "reject" ? "rejected" : verdict.kind });
     if (verdict.kind === "retry" && attempts < this.#opts.maxAttempts) {
       const delay = Math.min(this.#opts.retryMaxMs, verdict.retryAfterMs ?? this.#backoff(attempts));
@@ -411,4 +424,20 @@ function checkId(id: string, field: string): string {
     throw invalid(at(field, "id"), "must be at most 256 characters without control characters or /");
   }
   return id;
+}
+
+/** The trace context a queued notification was stored with (its `traceparent` names the parent span). */
+function deliveryTrace(delivery: PushDelivery): TraceContext | undefined {
+  const parent = parseTraceparent(delivery.traceparent);
+  return parent === undefined ? undefined : new TraceContext(parent.traceId, parent.spanId, parent.sampled, delivery.tracestate, undefined);
+}
+
+/** A webhook URL for a span attribute: no credentials, no query (tokens travel there). */
+function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "";
+  }
 }

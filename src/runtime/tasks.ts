@@ -40,6 +40,7 @@ import { UpstreamError } from "../upstream/errors.js";
 import { FanOut, type EventQueue } from "./fanout.js";
 import type { AbortOutcome, Metrics } from "./metrics.js";
 import { isObject } from "../util/object.js";
+import { traceOfRouting, withTrace, type TraceContext } from "../tracing/index.js";
 
 export interface RuntimeOptions {
   store: TaskStore;
@@ -366,16 +367,16 @@ export class TaskRuntime {
    * message/send: starts (or continues) a task. Blocking (default) waits until the task is terminal or
    * interrupted; non-blocking returns the working task at once.
    */
-  async send(principal: Principal, params: SendParams, configure?: (task: Task) => void): Promise<Task> {
-    const live = await this.#start(principal, params, undefined, configure);
+  async send(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext): Promise<Task> {
+    const live = await this.#start(principal, params, undefined, configure, trace);
     if (params.configuration?.blocking !== false) await live.settled();
     // A terminal task is never written to again (#apply / #finish stop at a terminal state): no copy needed.
     return isTerminal(live.state) ? live.task : structuredClone(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
-  async stream(principal: Principal, params: SendParams, configure?: (task: Task) => void): Promise<StreamHandle> {
-    const live = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: structuredClone(l.task) }), configure);
+  async stream(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext): Promise<StreamHandle> {
+    const live = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: structuredClone(l.task) }), configure, trace);
     return this.#handle(live.queue);
   }
 
@@ -403,6 +404,7 @@ export class TaskRuntime {
     params: SendParams,
     attach?: (live: LiveTask) => T,
     configure?: (task: Task) => void,
+    trace?: TraceContext,
   ): Promise<LiveTask & { queue: T }> {
     const message = params.message;
     const modes = params.configuration?.acceptedOutputModes;
@@ -414,7 +416,8 @@ export class TaskRuntime {
     const acceptedOutputModes = modes !== undefined && modes.length > 0 ? modes : [TEXT_PLAIN, "application/json"];
     const parts = toPromptParts(message); // data parts become framed JSON text; refuses what OpenCode cannot take, before anything is created
     const metadata = { ...(params.metadata ?? {}), ...(message.metadata ?? {}) };
-    const routing = resolveRouting(metadata, this.opts.routing);
+    // The routing carries the request's trace context to every OpenCode call made for the task (src/tracing withTrace).
+    const routing = withTrace(resolveRouting(metadata, this.opts.routing), trace);
 
     let contextId = message.contextId;
     if (message.taskId !== undefined) {
@@ -1113,6 +1116,11 @@ export class TaskRuntime {
    * get() for a caller that only reads the task (GetTask encodes it for the wire): a stored task comes from the
    * store's view() and may be shared and frozen, so nothing is copied for it; a live one is still copied.
    */
+  /** The trace context of a live task's turn (the request that started it), for its logs and push deliveries. */
+  traceOf(taskId: string): TraceContext | undefined {
+    return traceOfRouting(this.#live.get(taskId)?.routing);
+  }
+
   read(principal: Principal, taskId: string): Task {
     const store = this.opts.store;
     const { task } = this.#visible(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id)));

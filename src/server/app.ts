@@ -41,6 +41,9 @@ import { openStorage, sessionRecordsView, type Storage } from "../storage/index.
 import type { RequestState } from "./state.js";
 import { StoreHealth } from "../storage/health.js";
 import { ModelMonitor } from "../upstream/model-check.js";
+import { beginRequest, traceFields, type TraceContext } from "../tracing/index.js";
+import { endRequestSpan } from "./trace.js";
+import { startSpanExport } from "../tracing/otel.js";
 
 export interface Gateway {
   /** The Koa app: serves every route, `POST /` included. */
@@ -91,19 +94,36 @@ export function deploymentFacts(config: Config, hasUpstream: boolean): Deploymen
   };
 }
 
+/** First in the Koa chain: the request's trace context (W3C traceparent / tracestate), its span and its log line. */
 function requestLog(log: Logger) {
   return async function logRequest(ctx: Koa.Context, next: Koa.Next): Promise<void> {
-    if (!log.isLevelEnabled("info")) return next();
+    const state = ctx.state as RequestState;
+    const trace = (state.trace = beginRequest(ctx.headers.traceparent, ctx.headers.tracestate, { "http.request.method": ctx.method, "url.path": ctx.path }));
     const started = process.hrtime.bigint();
     try {
       await next();
     } finally {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info(
-        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, line: (ctx.state as RequestState).line },
-        "request",
-      );
+      endRequestSpan(state, ctx.method, ctx.path, ctx.status);
+      if (log.isLevelEnabled("info")) {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        log.info(
+          { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, line: state.line, trace_id: trace.traceId, span_id: trace.spanId },
+          "request",
+        );
+      }
     }
+  };
+}
+
+/**
+ * pino's log formatter for the task runtime: a line about a task (`taskId`) carries the trace of the request that
+ * started it (`trace_id`, `span_id`), read from the live task only when such a line is written.
+ */
+function taskTraceFields(traceOf: (taskId: string) => TraceContext | undefined): (object: object) => object {
+  return (object) => {
+    const { taskId, trace_id } = object as { taskId?: unknown; trace_id?: unknown };
+    const trace = typeof taskId === "string" && trace_id === undefined ? traceOf(taskId) : undefined;
+    return trace === undefined ? object : { ...object, ...traceFields(trace) };
   };
 }
 
@@ -131,6 +151,11 @@ export interface GatewayDeps {
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
   const catalog = deps.catalog ?? generatedCatalog;
+  // OpenTelemetry export: the SDK is loaded only when an OTLP endpoint is configured (src/tracing/otel.ts).
+  const stopSpanExport = await startSpanExport(
+    { endpoint: config.otlpEndpoint, tracesEndpoint: config.otlpTracesEndpoint, serviceVersion: packageVersion },
+    log.child({ component: "tracing" }),
+  );
   // Push notifications need the task runtime (which needs an upstream).
   const facts = deploymentFacts(config, deps.upstream !== undefined);
   const auth = deps.credentials ?? credentialRegistry(config, catalog, log);
@@ -199,7 +224,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       sessions,
       routing,
       metrics,
-      log: log.child({ component: "tasks" }),
+      log: log.child({ component: "tasks" }, { formatters: { log: taskTraceFields((taskId) => runtime?.traceOf(taskId)) } }),
       cancelAbortTimeoutMs: config.cancelAbortTimeout * 1000,
       turnTimeoutMs: config.opencodeStreamTimeout * 1000,
       reconnectGraceMs: config.turnReconnectGrace * 1000,
@@ -231,6 +256,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
         maxAgeMs: config.pushMaxAge * 1000,
         allowPrivateNetworks: config.pushAllowPrivateNetworks,
         userAgent: `opencode-a2a/${packageVersion}`,
+        traceOf: (taskId) => tasks.traceOf(taskId),
       });
       runtime.setTransitionHooks(push);
     }
@@ -372,6 +398,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       await push?.stop();
       recorder.close();
       if (ownsStorage) storage?.close();
+      await stopSpanExport?.();
     },
   };
 }

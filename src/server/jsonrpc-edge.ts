@@ -25,6 +25,8 @@ import { acceptsGzip } from "./middleware/compress.js";
 import { readRequestBody } from "./middleware/body.js";
 import { errorAnswer, failureOf } from "./middleware/errors.js";
 import type { AuditCall, RequestState } from "./state.js";
+import { beginRequest } from "../tracing/index.js";
+import { endRequestSpan } from "./trace.js";
 
 export interface JsonRpcEdgeDeps {
   defaultLine: ProtocolLine;
@@ -61,7 +63,8 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
   return function edge(req, res, query) {
     const started = performance.now();
     const calls: AuditCall[] = [];
-    const state: RequestState = { line: deps.defaultLine, explicitVersion: false, jsonrpc: true, calls };
+    const trace = beginRequest(req.headers.traceparent, req.headers.tracestate, { "http.request.method": "POST", "url.path": "/" });
+    const state: RequestState = { line: deps.defaultLine, explicitVersion: false, jsonrpc: true, calls, trace };
     let streaming = false;
 
     const setHeaders = (headers: Record<string, string>): void => {
@@ -131,8 +134,14 @@ export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: 
           requestMethod: deps.routeName,
           errorReason: state.errorReason,
           calls,
+          traceId: trace.traceId,
         });
-      if (logRequests()) deps.log.info({ method: "POST", path: "/", status, ms: Math.round(durationMs * 10) / 10, line: state.line }, "request");
+      endRequestSpan(state, "POST", "/", status);
+      if (logRequests())
+        deps.log.info(
+          { method: "POST", path: "/", status, ms: Math.round(durationMs * 10) / 10, line: state.line, trace_id: trace.traceId, span_id: trace.spanId },
+          "request",
+        );
     };
 
     const run = async (): Promise<void> => {

@@ -1,6 +1,7 @@
 import type { ProtocolLine, RouteEntry } from "../contract/catalog.js";
 import type { Principal } from "../auth/index.js";
 import type { ExtensionActivation } from "../protocol/extensions.js";
+import type { TraceContext } from "../tracing/index.js";
 
 /** One call the audit log records: a JSON-RPC call (several per batch) or the REST route's operation. */
 export interface AuditCall {
@@ -29,4 +30,6 @@ export interface RequestState {
   errorReason?: string;
   /** Leave the request out of the audit log (a failed authentication beyond its address's sample). */
   auditSkip?: boolean;
+  /** The request's W3C trace context (traceparent / tracestate), set first thing by both doors. */
+  trace?: TraceContext;
 }

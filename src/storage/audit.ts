@@ -1,7 +1,7 @@
 // The audit log's persistence: one entry per call — who (principal, credential id), how (transport, line), which
 // method, about which task/context/session, the outcome (HTTP status, error reason) and the duration. Never a
 // secret, never a request or response body. Entries are read newest first with keyset pagination on the id; the
-// page token is opaque to clients (base64url of the last id returned). SQLite (table a2a_audit_log, migration 3)
+// page token is opaque to clients (base64url of the last id returned). SQLite (table a2a_audit_log, migration 3; trace_id: 6)
 // and a bounded in-memory implementation (drops the oldest entries beyond `maxEntries`) behave the same.
 import { A2AError } from "../contract/errors.js";
 import type { StoreDatabase } from "./database.js";
@@ -33,6 +33,8 @@ export interface AuditEntry {
   status: number;
   duration_ms: number;
   client_ip?: string;
+  /** W3C trace id (32 hex digits) of the request, as logged and sent upstream. */
+  trace_id?: string;
 }
 
 /** What append() takes: an entry without its id; `at` as RFC 3339 or epoch ms (stored as millisecond UTC). */
@@ -45,6 +47,7 @@ export interface AuditFilter {
   method?: string;
   task_id?: string;
   session_id?: string;
+  trace_id?: string;
   outcome?: AuditOutcome;
   since?: number;
   until?: number;
@@ -122,6 +125,7 @@ function normalise(entry: NewAuditEntry, id: number, ms: number): AuditEntry {
   out.status = entry.status;
   out.duration_ms = entry.duration_ms;
   if (entry.client_ip != null) out.client_ip = entry.client_ip;
+  if (entry.trace_id != null) out.trace_id = entry.trace_id;
   return out;
 }
 
@@ -191,6 +195,7 @@ function matches(row: MemoryRow, f: AuditFilter): boolean {
     (f.method === undefined || e.method === f.method) &&
     (f.task_id === undefined || e.task_id === f.task_id) &&
     (f.session_id === undefined || e.session_id === f.session_id) &&
+    (f.trace_id === undefined || e.trace_id === f.trace_id) &&
     (f.outcome === undefined || e.outcome === f.outcome) &&
     (f.since === undefined || row.atMs >= f.since) &&
     (f.until === undefined || row.atMs < f.until)
@@ -215,20 +220,21 @@ interface Row {
   status: number;
   duration_ms: number;
   client_ip: string | null;
+  trace_id: string | null;
 }
 
 const COLUMNS =
-  "id, at_ms, principal, credential_id, transport, line, method, task_id, context_id, session_id, outcome, error_reason, status, duration_ms, client_ip";
+  "id, at_ms, principal, credential_id, transport, line, method, task_id, context_id, session_id, outcome, error_reason, status, duration_ms, client_ip, trace_id";
 
-const ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 const insertOf = (rows: number): string => `INSERT INTO a2a_audit_log (${COLUMNS.slice("id, ".length)}) VALUES ${Array(rows).fill(ROW).join(", ")}`;
 const INSERT = insertOf(1);
-/** Rows per multi-row INSERT (14 parameters each, well under SQLite's 32,766). */
+/** Rows per multi-row INSERT (15 parameters each, well under SQLite's 32,766). */
 const INSERT_CHUNK = 64;
 const INSERT_MANY = insertOf(INSERT_CHUNK);
 
 /**
- * The filter columns in a fixed order: list() builds its SQL from the filters present, so there are at most 2^9
+ * The filter columns in a fixed order: list() builds its SQL from the filters present, so there are at most 2^10
  * distinct statement texts, each prepared once and cached (and pinned) by StoreDatabase.
  */
 const CONDITIONS: readonly [keyof AuditFilter, string][] = [
@@ -237,6 +243,7 @@ const CONDITIONS: readonly [keyof AuditFilter, string][] = [
   ["method", "method = ?"],
   ["task_id", "task_id = ?"],
   ["session_id", "session_id = ?"],
+  ["trace_id", "trace_id = ?"],
   ["outcome", "outcome = ?"],
   ["since", "at_ms >= ?"],
   ["until", "at_ms < ?"],
@@ -259,6 +266,7 @@ function fromRow(row: Row): AuditEntry {
     status: row.status,
     duration_ms: row.duration_ms,
     ...(row.client_ip === null ? {} : { client_ip: row.client_ip }),
+    ...(row.trace_id === null ? {} : { trace_id: row.trace_id }),
   };
 }
 
@@ -282,6 +290,7 @@ export class SqliteAuditStore implements AuditStore {
       e.status,
       e.duration_ms,
       e.client_ip ?? null,
+      e.trace_id ?? null,
     ];
     const rows = entries.map(values); // every entry checked (atMs throws) before anything is written
     this.store.transaction("audit.append", () => {

@@ -151,12 +151,31 @@ CREATE TABLE IF NOT EXISTS a2a_push_outbox (
 CREATE INDEX IF NOT EXISTS a2a_push_outbox_queue ON a2a_push_outbox (task_id, config_id, id);
 `;
 
+// W3C trace context (src/tracing): the trace id of the request an audit entry records (GET /admin/audit?trace_id=…),
+// and the trace a queued push notification is delivered under (kept across a restart). Nullable columns: rows written
+// before stay as they are. ALTER TABLE has no IF NOT EXISTS, so each column is added only when missing (the
+// statements may run twice, like the CREATE … IF NOT EXISTS of the other migrations).
+const V6_COLUMNS: readonly [table: string, column: string][] = [
+  ["a2a_audit_log", "trace_id"],
+  ["a2a_push_outbox", "traceparent"],
+  ["a2a_push_outbox", "tracestate"],
+];
+
+function v6(db: Database.Database): void {
+  for (const [table, column] of V6_COLUMNS) {
+    const exists = prepare(db, `SELECT COUNT(*) FROM pragma_table_info('${table}') WHERE name = ?`).pluck().get(column) === 1;
+    if (!exists) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} TEXT`);
+  }
+  db.exec("CREATE INDEX IF NOT EXISTS a2a_audit_log_trace ON a2a_audit_log (trace_id)");
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
   { version: 3, description: "audit log", up: (db) => db.exec(V3) },
   { version: 4, description: "task indexes: only the per-owner listing orders", up: (db) => db.exec(V4) },
   { version: 5, description: "push notification outbox", up: (db) => db.exec(V5) },
+  { version: 6, description: "trace ids: audit log trace_id, push outbox traceparent/tracestate", up: v6 },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

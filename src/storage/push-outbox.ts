@@ -17,9 +17,12 @@ export interface PushDelivery {
   nextAttemptAt: number;
   createdAt: number;
   lastError?: string;
+  /** W3C `traceparent` of the request or task the notification is about (the delivery's parent span). */
+  traceparent?: string;
+  tracestate?: string;
 }
 
-export type NewDelivery = Pick<PushDelivery, "taskId" | "configId" | "body" | "contentType">;
+export type NewDelivery = Pick<PushDelivery, "taskId" | "configId" | "body" | "contentType" | "traceparent" | "tracestate">;
 
 export interface PushOutboxStore {
   /** Queue notifications (all or none), due at once. */
@@ -118,6 +121,8 @@ interface Row {
   next_attempt_at: number;
   created_at: number;
   last_error: string | null;
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 const fromRow = (r: Row): PushDelivery => ({
@@ -130,6 +135,8 @@ const fromRow = (r: Row): PushDelivery => ({
   nextAttemptAt: r.next_attempt_at,
   createdAt: r.created_at,
   ...(r.last_error === null ? {} : { lastError: r.last_error }),
+  ...(r.traceparent === null ? {} : { traceparent: r.traceparent }),
+  ...(r.tracestate === null ? {} : { tracestate: r.tracestate }),
 });
 
 // The head of each queue, the smallest id per (task_id, config_id), with the given columns.
@@ -147,9 +154,9 @@ export class SqlitePushOutboxStore implements PushOutboxStore {
     this.store.transaction("pushOutbox.enqueue", () => {
       const at = this.now();
       const insert = this.store.statement(
-        "INSERT INTO a2a_push_outbox (task_id, config_id, body, content_type, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 0, ?, ?)",
+        "INSERT INTO a2a_push_outbox (task_id, config_id, body, content_type, attempts, next_attempt_at, created_at, traceparent, tracestate) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
       );
-      for (const item of items) insert.run(item.taskId, item.configId, item.body, item.contentType, at, at);
+      for (const item of items) insert.run(item.taskId, item.configId, item.body, item.contentType, at, at, item.traceparent ?? null, item.tracestate ?? null);
     });
   }
 

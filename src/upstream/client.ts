@@ -10,6 +10,7 @@ import { classifyHttp, classifyThrown, UpstreamError } from "./errors.js";
 import { onTransport } from "./request.js";
 import { HttpTransport } from "./transport.js";
 import { isObject } from "../util/object.js";
+import { beginCall, traceHeaders, type TraceContext } from "../tracing/index.js";
 
 export interface UpstreamClientOptions {
   baseUrl: string;
@@ -47,6 +48,11 @@ export interface CallOptions {
   budget?: boolean;
   /** Shape check of the 2xx body; a body that fails it is an UPSTREAM_PAYLOAD_ERROR. */
   validate?: (data: unknown) => boolean;
+  /**
+   * The trace context of the request or task the call is made for: sent as `traceparent` / `tracestate` (W3C), and
+   * the parent of the call's client span when OpenTelemetry export is on. A task's routing carries it (withTrace).
+   */
+  trace?: TraceContext;
 }
 
 /** What the generated SDK functions are handed: our client, the abort signal, and the routing query. */
@@ -54,6 +60,8 @@ export interface CallContext {
   client: Client;
   signal: AbortSignal;
   query: { directory?: string; workspace?: string };
+  /** The W3C trace headers of a traced call (the generated SDK functions merge them into the request's headers). */
+  headers?: Record<string, string>;
 }
 
 /** The `{ data, error, response }` result of a generated SDK function called without throwOnError. */
@@ -192,10 +200,15 @@ export class UpstreamClient {
     }
     if (budgeted) this.#inFlight++;
     this.#calls++;
+    const trace = opts.trace;
+    const span = trace === undefined ? undefined : beginCall(trace, `opencode ${operation}`, { "rpc.system": "opencode", "rpc.method": operation, "server.address": this.#baseUrl });
+    let failure: string | undefined;
     try {
       let result: SdkResult<T>;
       try {
-        result = await invoke({ client: this.#callClient, signal: controller.signal, query: this.route(opts) });
+        const call: CallContext = { client: this.#callClient, signal: controller.signal, query: this.route(opts) };
+        if (trace !== undefined) call.headers = traceHeaders(trace, span);
+        result = await invoke(call);
       } catch (error) {
         throw classifyThrown(error, operation, { ...context, timedOut });
       }
@@ -212,8 +225,11 @@ export class UpstreamClient {
       }
       return data as T;
     } catch (error) {
-      throw this.#count(error instanceof UpstreamError ? error : classifyThrown(error, operation, { ...context, timedOut }));
+      const failed = this.#count(error instanceof UpstreamError ? error : classifyThrown(error, operation, { ...context, timedOut }));
+      failure = failed.kind;
+      throw failed;
     } finally {
+      span?.end(failure);
       if (timer !== undefined) clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onCallerAbort);
       if (budgeted) {

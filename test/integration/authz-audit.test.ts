@@ -115,8 +115,10 @@ describe("8. GET /admin/audit", () => {
     expect(auditText).not.toContain("zebra-quartz");
     expect(auditText).not.toContain("flux capacitor");
     expect(auditText).not.toContain(REPLY);
-    const allowed = new Set(["id", "at", "principal", "credential_id", "transport", "line", "method", "task_id", "context_id", "session_id", "outcome", "error_reason", "status", "duration_ms", "client_ip"]);
+    const allowed = new Set(["id", "at", "principal", "credential_id", "transport", "line", "method", "task_id", "context_id", "session_id", "outcome", "error_reason", "status", "duration_ms", "client_ip", "trace_id"]);
     for (const e of entries) for (const key of Object.keys(e)) expect(allowed, key).toContain(key);
+    // Every request has a trace (W3C trace context): its id, never anything else of the request.
+    for (const e of entries) expect(e.trace_id).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it("filters: by principal and by task", async () => {

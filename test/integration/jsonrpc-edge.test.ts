@@ -134,8 +134,11 @@ describe("JSON-RPC edge ↔ Koa chain parity", () => {
     await send(edgePort, "/", { ...json }, call("tasks/get", { id: marker }));
     await send(koaPort, "/", { ...json }, call("tasks/get", { id: marker }));
     const listed = await fetch(`${gw.url}/admin/audit?task_id=${marker}`, { headers: auth }).then((r) => r.json() as Promise<{ entries: Array<Record<string, unknown>> }>);
-    const strip = ({ id: _id, at: _at, duration_ms: _d, ...rest }: Record<string, unknown>) => rest;
+    // Each request has a trace of its own (no traceparent sent: a new one each).
+    const strip = ({ id: _id, at: _at, duration_ms: _d, trace_id: _t, ...rest }: Record<string, unknown>) => rest;
     expect(listed.entries).toHaveLength(2);
+    expect(listed.entries[0]!.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(listed.entries[0]!.trace_id).not.toBe(listed.entries[1]!.trace_id);
     expect(strip(listed.entries[0]!)).toEqual(strip(listed.entries[1]!));
     expect(listed.entries[0]).toMatchObject({ method: "tasks/get", transport: "jsonrpc", principal: "admin" });
     // The 401s reached no call: one entry each for the request, the same on both paths.

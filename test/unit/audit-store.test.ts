@@ -75,6 +75,16 @@ describe.each(backends)("audit store ($name)", ({ open }) => {
     expect(audit.list({}, 100).entries).toHaveLength(0);
   });
 
+  it("keeps each entry's trace_id and filters by it (entries without one have none)", () => {
+    const traceA = "4bf92f3577b34da6a3ce929d0e0e4736";
+    audit.append([entry({ trace_id: traceA, method: "a" }), entry({ method: "none" }), entry({ trace_id: "0af7651916cd43dd8448eb211c80319c", method: "b" }), entry({ trace_id: traceA, method: "c" })]);
+    expect(audit.list({ trace_id: traceA }, 10).entries.map((e) => e.method)).toEqual(["c", "a"]);
+    expect(audit.list({ trace_id: traceA, method: "a" }, 10).entries.map((e) => e.trace_id)).toEqual([traceA]);
+    const none = audit.list({ method: "none" }, 10).entries[0]!;
+    expect(none).not.toHaveProperty("trace_id");
+    expect(Object.keys(audit.list({ method: "a" }, 10).entries[0]!).at(-1)).toBe("trace_id");
+  });
+
   it("appends entries and lists them newest first, in their wire shape", () => {
     audit.append([
       entry({ task_id: "t1", context_id: "c1", session_id: "ses_1", client_ip: "127.0.0.1" }),
@@ -277,6 +287,24 @@ describe("audit store specifics", () => {
       expect(() =>
         prepare(raw, "INSERT INTO a2a_audit_log (at_ms, transport, line, method, outcome, status, duration_ms) VALUES (0, 'grpc', '1.0', 'm', 'ok', 200, 1)").run(),
       ).toThrow(/CHECK/);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("migration v6 adds the nullable trace_id (and its index) to a v5 audit log, keeping its rows, idempotently", () => {
+    const raw = new Database(":memory:");
+    try {
+      expect(migrate(raw, MIGRATIONS.slice(0, 5))).toEqual({ from: 0, to: 5, applied: [1, 2, 3, 4, 5] });
+      prepare(raw, "INSERT INTO a2a_audit_log (at_ms, transport, line, method, outcome, status, duration_ms) VALUES (0, 'rest', '1.0', 'old', 'ok', 200, 1)").run();
+      expect(migrate(raw, MIGRATIONS.slice(0, 6))).toEqual({ from: 5, to: 6, applied: [6] });
+      MIGRATIONS[5]!.up(raw); // applying it again (a racing process) is harmless
+      const columns = prepare(raw, "SELECT name FROM pragma_table_info('a2a_audit_log') ORDER BY cid").pluck().all();
+      expect(columns.at(-1)).toBe("trace_id");
+      expect(prepare(raw, "SELECT method, trace_id FROM a2a_audit_log").all()).toEqual([{ method: "old", trace_id: null }]);
+      const outbox = prepare(raw, "SELECT name FROM pragma_table_info('a2a_push_outbox') ORDER BY cid").pluck().all();
+      expect(outbox.slice(-2)).toEqual(["traceparent", "tracestate"]);
+      expect(prepare(raw, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'a2a_audit_log_trace'").pluck().get()).toBe(1);
     } finally {
       raw.close();
     }

@@ -119,7 +119,8 @@ describe("loadConfig", () => {
     const all = Object.values(variables as Record<string, { name: string; description: string }>);
     expect(new Set(all.map((v) => v.name)).size).toBe(all.length);
     for (const v of all) {
-      expect(v.name).toMatch(/^(A2A|OPENCODE)_[A-Z0-9_]+$/);
+      // Our own names, or the standard OpenTelemetry exporter variables (read under their specified names).
+      expect(v.name).toMatch(/^((A2A|OPENCODE)_[A-Z0-9_]+|OTEL_EXPORTER_OTLP_(TRACES_)?ENDPOINT)$/);
       expect(v.description.length, v.name).toBeGreaterThan(0);
     }
   });

@@ -69,6 +69,16 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
     expect(outbox.due(T0 + 4, 10, NONE)).toEqual([]);
   });
 
+  it("keeps a notification's trace context (traceparent, tracestate) with it", () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    outbox.enqueue([{ ...item("t1", "c1", 1), traceparent, tracestate: "vendor=1" }, item("t2", "c2", 2)]);
+    const due = outbox.due(clock, 10, NONE);
+    expect(due.find((d) => d.taskId === "t1")).toMatchObject({ traceparent, tracestate: "vendor=1" });
+    const plain = due.find((d) => d.taskId === "t2")!;
+    expect(plain).not.toHaveProperty("traceparent");
+    expect(plain).not.toHaveProperty("tracestate");
+  });
+
   it("an empty enqueue is a no-op", () => {
     outbox.enqueue([]);
     expect(outbox.size()).toBe(0);

@@ -22,6 +22,8 @@ export interface AuditedRequest {
   /** The reason of the error the request was answered with, if any. */
   errorReason: string | undefined;
   calls: AuditCall[];
+  /** The request's W3C trace id. */
+  traceId: string | undefined;
 }
 
 // Requests answered in the same turn of the event loop share one setImmediate: the entries are still built after
@@ -59,6 +61,7 @@ function buildEntries(recorder: AuditRecorder, req: AuditedRequest): void {
       outcome: failed ? "error" : "ok",
     };
     if (error !== undefined) e.error_reason = error;
+    if (req.traceId !== undefined) e.trace_id = req.traceId;
     return e;
   };
   if (req.calls.length === 0) {
@@ -97,6 +100,7 @@ export function auditTrail(recorder: AuditRecorder) {
           requestMethod: state.route ? `${state.route.verb} ${state.route.path}` : `${ctx.method} ${ctx.path}`,
           errorReason: state.errorReason,
           calls,
+          traceId: state.trace?.traceId,
         });
     }
   };

@@ -65,7 +65,7 @@ export function hostGuard(allowedHosts: string[]) {
   };
 }
 
-const ALLOW_HEADERS = ["Authorization", "X-API-Key", "Content-Type", VERSION_HEADER, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, "If-None-Match"].join(", ");
+const ALLOW_HEADERS = ["Authorization", "X-API-Key", "Content-Type", VERSION_HEADER, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, "If-None-Match", "traceparent", "tracestate"].join(", ");
 const EXPOSE_HEADERS = [VERSION_HEADER, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "ETag", "WWW-Authenticate"].join(", ");
 
 /**

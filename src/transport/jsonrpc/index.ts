@@ -155,7 +155,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
       notification = idless && method.surface === "extension";
-      const result = await invoke(handler, params, { line, principal, transport: "jsonrpc", method }, deps.limits, method.streaming);
+      const result = await invoke(handler, params, { line, principal, transport: "jsonrpc", method, trace: state.trace }, deps.limits, method.streaming);
       if (result instanceof EventStream) {
         // A notification cannot receive a stream: release it at once.
         if (notification) result.close();

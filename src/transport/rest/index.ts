@@ -158,7 +158,7 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       const audit: AuditCall = { method: `${route.verb} ${route.path}`, params };
       state.calls?.push(audit);
       const versionless = !route.path.startsWith("/v1/") && !state.explicitVersion;
-      const result = await invoke(handler, params, { line, principal, transport: "rest", method, ...(versionless ? { versionless } : {}) }, deps.limits, route.streaming);
+      const result = await invoke(handler, params, { line, principal, transport: "rest", method, trace: state.trace, ...(versionless ? { versionless } : {}) }, deps.limits, route.streaming);
       if (result instanceof EventStream) {
         ctx.status = 200;
         ctx.respond = false;
