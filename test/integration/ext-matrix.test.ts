@@ -31,7 +31,7 @@ import { startUpstream, type Upstream } from "../../src/upstream/index.js";
 import { text, tool } from "../../tools/upstream/script.js";
 import type { StubUpstream } from "../../tools/upstream/stub.js";
 import { catalog, errorInfoOf, expectRpcError, expectValid, rpcReason } from "../support/contract.js";
-import { rpc, TEST_TOKEN, type HttpResult } from "../support/gateway.js";
+import { ONE_ADDRESS_ENV, rpc, TEST_TOKEN, type HttpResult } from "../support/gateway.js";
 import { sample } from "../support/samples.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
@@ -295,6 +295,7 @@ async function startDownGateway(): Promise<typeof down> {
     OPENCODE_TIMEOUT_STREAM: String(UPSTREAM_TIMEOUT_S),
     OPENCODE_EVENT_RECONNECT_MAX_SECONDS: "0.5",
     ...ALL_TOGGLES,
+    ...ONE_ADDRESS_ENV,
   });
   const upstream = await startUpstream(config, pino({ level: "silent" }));
   const gateway = await createGateway(config, pino({ level: "silent" }), { upstream, storage });

@@ -20,7 +20,7 @@ import { startUpstream, type Upstream } from "../../src/upstream/index.js";
 import { hang, text, tool } from "../../tools/upstream/script.js";
 import { startStubUpstream, type StubUpstream } from "../../tools/upstream/stub.js";
 import { errorInfoOf, expectRpcError, expectValid } from "../support/contract.js";
-import { rpc, TEST_TOKEN, type HttpResult } from "../support/gateway.js";
+import { ONE_ADDRESS_ENV, rpc, TEST_TOKEN, type HttpResult } from "../support/gateway.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
 const LINES: ProtocolLine[] = ["0.3", "1.0"];
@@ -495,6 +495,7 @@ describe("owner guard, shell toggle and payload privacy", () => {
       A2A_LOG_PAYLOADS: "true",
       A2A_LOG_LEVEL: "trace",
       A2A_ENABLE_SESSION_SHELL: "true",
+      ...ONE_ADDRESS_ENV,
     };
     const config = loadConfig(env);
     upstream = await startUpstream(config, pino({ level: "silent" }));

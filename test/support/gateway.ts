@@ -42,6 +42,13 @@ export function privateStore(env: Record<string, string>): { env: Record<string,
   };
 }
 
+/**
+ * Every test request comes from 127.0.0.1: the per-address limits before authentication are off, and every failed
+ * authentication is audited, unless a test sets them (test/integration/auth-abuse.test.ts does). Otherwise the
+ * suites that send many bad credentials on purpose would get 429s, or unaudited 401s, instead of what they check.
+ */
+export const ONE_ADDRESS_ENV = { A2A_AUTH_FAILURE_LIMIT: "0", A2A_UNAUTHENTICATED_RATE_LIMIT: "0", A2A_AUDIT_AUTH_FAILURE_SAMPLE: "1000000" } as const;
+
 export async function startGateway(env: Record<string, string> = {}, options: StartOptions = {}): Promise<StartedGateway> {
   // Listen first, so the cards advertise the URL clients can actually reach (A2A_PUBLIC_URL unless given).
   const server = http.createServer();
@@ -52,10 +59,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   const store = privateStore(env);
-  // Every test request comes from 127.0.0.1: the per-address limits before authentication are off unless a test
-  // sets them (test/integration/auth-abuse.test.ts does), or the suites that send many bad credentials on purpose
-  // would get 429 instead of the answers they check.
-  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, A2A_AUTH_FAILURE_LIMIT: "0", A2A_UNAUTHENTICATED_RATE_LIMIT: "0", ...store.env, ...env });
+  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...ONE_ADDRESS_ENV, ...store.env, ...env });
   const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
     ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
     ...(options.storage === undefined ? {} : { storage: options.storage }),
