@@ -89,11 +89,9 @@ export function serviceBehaviors(
         "every OpenCode call made for the request",
         "every OpenCode call of the task's turn, which runs after the request returned (prompt_async, session, diff, file reads, abort)",
         "push notification deliveries (the trace of the request that set the config, else of the task)",
+        "every OpenCode call of an extension method (opencode.*, a2a.interrupt.*, tasks/provideInputAndContinue)",
       ],
-      not_propagated: [
-        "the shared OpenCode event stream (one for all requests)",
-        "the OpenCode calls of extension methods (opencode.*, a2a.interrupt.* replies of a task no longer live): not yet",
-      ],
+      not_propagated: ["the shared OpenCode event stream (one for all requests)"],
       recorded_in: { logs: ["trace_id", "span_id"], audit_entry: "trace_id", audit_filter: "GET /admin/audit?trace_id=" },
       response_headers: "none: Trace Context Level 1 defines no response header, and traceresponse is a draft",
       export: "OpenTelemetry spans over OTLP/HTTP (JSON) when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; off otherwise",

@@ -9,7 +9,8 @@ import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Model, Provider } from "../../generated/opencode/types.gen.js";
 import { resolveRouting } from "../bridge/directory.js";
 import type { Metadata } from "../protocol/model.js";
-import type { MethodHandler } from "../operations/index.js";
+import type { Call, MethodHandler } from "../operations/index.js";
+import { withTrace } from "../tracing/index.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
 import { isObject } from "../util/object.js";
@@ -105,8 +106,8 @@ function providerSummary(provider: Provider, fields: CatalogFields): ProviderSum
 }
 
 export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
-  async function readCatalog(params: Record<string, unknown>): Promise<{ catalog: ProviderCatalog; fields: CatalogFields }> {
-    const routing = resolveRouting(params.metadata as Metadata | undefined, deps.routing);
+  async function readCatalog(params: Record<string, unknown>, c: Call): Promise<{ catalog: ProviderCatalog; fields: CatalogFields }> {
+    const routing = withTrace(resolveRouting(params.metadata as Metadata | undefined, deps.routing), c.trace);
     let catalog: ProviderCatalog;
     try {
       catalog = await deps.upstream.call("providerList", (c) => sdk.providerList({ ...c }), { ...routing, validate: isCatalog });
@@ -119,13 +120,13 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
   }
 
   return {
-    "opencode.providers.list": async (params) => {
-      const { catalog, fields } = await readCatalog(params);
+    "opencode.providers.list": async (params, c) => {
+      const { catalog, fields } = await readCatalog(params, c);
       return { items: catalog.all.map((p) => providerSummary(p, fields)), ...fields };
     },
 
-    "opencode.models.list": async (params) => {
-      const { catalog, fields } = await readCatalog(params);
+    "opencode.models.list": async (params, c) => {
+      const { catalog, fields } = await readCatalog(params, c);
       const only = typeof params.provider_id === "string" ? params.provider_id : undefined;
       const items = catalog.all
         .filter((p) => only === undefined || p.id === only)

@@ -23,6 +23,7 @@ import { resolveRouting } from "../bridge/directory.js";
 import { userText } from "../bridge/parts.js";
 import { PERMISSION_REPLIES } from "../bridge/stream-mapper.js";
 import { A2AError } from "../contract/errors.js";
+import type { TraceContext } from "../tracing/index.js";
 import type { MethodHandler } from "../operations/index.js";
 import { filterTask, resultAccess } from "../operations/tasks.js";
 import { codecFor } from "../protocol/codec/index.js";
@@ -172,13 +173,13 @@ export class InterruptRegistry implements InterruptHooks {
 
   // ---- methods --------------------------------------------------------------------------------------------------
 
-  async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string): Promise<void> {
+  async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
-    await this.#replyPermission(record, reply, message);
+    await this.#replyPermission(record, reply, message, trace);
     this.#resumeTask(principal, record);
   }
 
-  async questionReply(principal: Principal, requestId: string, answers: string[][]): Promise<void> {
+  async questionReply(principal: Principal, requestId: string, answers: string[][], trace?: TraceContext): Promise<void> {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     const count = questionsOf(record.details).length;
     if (count > 0 && answers.length !== count) {
@@ -186,18 +187,18 @@ export class InterruptRegistry implements InterruptHooks {
         request_id: requestId,
       });
     }
-    await this.#replyQuestion(record, answers);
+    await this.#replyQuestion(record, answers, trace);
     this.#resumeTask(principal, record);
   }
 
-  async questionReject(principal: Principal, requestId: string): Promise<void> {
+  async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
-    await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }));
+    await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
     this.#resumeTask(principal, record);
   }
 
   /** tasks/provideInputAndContinue with a permission option: settle the task's pending permission. */
-  async answerTaskPermission(principal: Principal, taskId: string, option: string): Promise<void> {
+  async answerTaskPermission(principal: Principal, taskId: string, option: string, trace?: TraceContext): Promise<void> {
     const pending = this.deps.runtime.pendingInterrupt(principal, taskId);
     if (pending === undefined || pending.type !== "permission") {
       throw invalidParams("permissionOptionId", `Task ${taskId} has no pending permission request`, { task_id: taskId });
@@ -212,7 +213,7 @@ export class InterruptRegistry implements InterruptHooks {
       );
     }
     const record = this.#binding(pending.requestId, pending.owner, "permission");
-    await this.#replyPermission(record, decision);
+    await this.#replyPermission(record, decision, undefined, trace);
     this.#resumeTask(principal, record);
   }
 
@@ -266,21 +267,21 @@ export class InterruptRegistry implements InterruptHooks {
     return found.record;
   }
 
-  async #replyPermission(record: InterruptRecord, reply: PermissionDecision, message?: string): Promise<void> {
+  async #replyPermission(record: InterruptRecord, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
     await this.#upstream(record, "permissionReply", (c) =>
-      sdk.permissionReply({ ...c, path: { requestID: record.requestId }, body: { reply, ...(message === undefined ? {} : { message }) } }),
+      sdk.permissionReply({ ...c, path: { requestID: record.requestId }, body: { reply, ...(message === undefined ? {} : { message }) } }), trace,
     );
   }
 
-  async #replyQuestion(record: InterruptRecord, answers: string[][]): Promise<void> {
-    await this.#upstream(record, "questionReply", (c) => sdk.questionReply({ ...c, path: { requestID: record.requestId }, body: { answers } }));
+  async #replyQuestion(record: InterruptRecord, answers: string[][], trace?: TraceContext): Promise<void> {
+    await this.#upstream(record, "questionReply", (c) => sdk.questionReply({ ...c, path: { requestID: record.requestId }, body: { answers } }), trace);
   }
 
   /**
    * Delivers one answer to the asking session's instance. Answered: the binding is removed. Upstream failures become
    * the project's typed errors; a request OpenCode no longer holds (404, or `false`) is gone here too.
    */
-  async #upstream<T>(record: InterruptRecord, operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>): Promise<void> {
+  async #upstream<T>(record: InterruptRecord, operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>, trace?: TraceContext): Promise<void> {
     const gone = (extra: Record<string, unknown> = {}): A2AError => {
       this.#store.remove(record.requestId);
       return new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
@@ -292,7 +293,8 @@ export class InterruptRegistry implements InterruptHooks {
     try {
       // OpenCode answers `true`; anything but a boolean (an HTML page from a misrouted proxy, …) is a payload error,
       // never a success that would drop the binding and resume a turn OpenCode was not told to continue.
-      answered = await this.deps.upstream.call(operation, invoke, { ...record.routing, validate: (d) => typeof d === "boolean" });
+      // The reply carries the trace of the request that answered (else the task's, which its routing carries).
+      answered = await this.deps.upstream.call(operation, invoke, { ...record.routing, ...(trace === undefined ? {} : { trace }), validate: (d) => typeof d === "boolean" });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       // 404: OpenCode no longer knows the request (answered elsewhere, or OpenCode restarted).
@@ -328,19 +330,19 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
       checkRouting(params);
       const requestId = String(params.request_id);
       const reply = String(params.reply).toLowerCase() as PermissionDecision;
-      await registry.permissionReply(call.principal, requestId, reply, typeof params.message === "string" ? params.message : undefined);
+      await registry.permissionReply(call.principal, requestId, reply, typeof params.message === "string" ? params.message : undefined, call.trace);
       return ok(requestId);
     },
     "a2a.interrupt.question.reply": async (params, call) => {
       checkRouting(params);
       const requestId = String(params.request_id);
-      await registry.questionReply(call.principal, requestId, params.answers as string[][]);
+      await registry.questionReply(call.principal, requestId, params.answers as string[][], call.trace);
       return ok(requestId);
     },
     "a2a.interrupt.question.reject": async (params, call) => {
       checkRouting(params);
       const requestId = String(params.request_id);
-      await registry.questionReject(call.principal, requestId);
+      await registry.questionReject(call.principal, requestId, call.trace);
       return ok(requestId);
     },
     "tasks/provideInputAndContinue": async (params, call) => {
@@ -366,7 +368,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
         });
         return codec.task(filterTask(task, resultAccess(call.principal)));
       }
-      await registry.answerTaskPermission(call.principal, taskId, String(params.permissionOptionId));
+      await registry.answerTaskPermission(call.principal, taskId, String(params.permissionOptionId), call.trace);
       return codec.task(filterTask(await deps.runtime.settled(call.principal, taskId), resultAccess(call.principal)));
     },
     "opencode.permissions.list": async (params, call) => {

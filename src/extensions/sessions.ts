@@ -31,6 +31,7 @@ import type { Principal } from "../auth/index.js";
 import { resolveRouting, type Routing } from "../bridge/directory.js";
 import { A2AError } from "../contract/errors.js";
 import type { Call, MethodHandler } from "../operations/index.js";
+import { withTrace } from "../tracing/index.js";
 import { codecFor } from "../protocol/codec/index.js";
 import { compact, invalid } from "../protocol/codec/common.js";
 import type { Message, Task } from "../protocol/model.js";
@@ -256,13 +257,16 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     }
   }
 
-  /** Instance routing: `metadata.opencode.workspace.id` wins, then the `directory` param, then `metadata.opencode.directory`. */
-  function routingOf(params: Params): Routing {
+  /**
+   * Instance routing: `metadata.opencode.workspace.id` wins, then the `directory` param, then
+   * `metadata.opencode.directory`; it carries the request's trace, so every OpenCode call made with it sends it.
+   */
+  function routingOf(params: Params, c: Call): Routing {
     const metadata = isObject(params.metadata) ? params.metadata : undefined;
     const opencode = isObject(metadata?.opencode) ? metadata.opencode : undefined;
-    if (opencode?.workspace !== undefined || params.directory === undefined) return resolveRouting(metadata, policy);
+    if (opencode?.workspace !== undefined || params.directory === undefined) return withTrace(resolveRouting(metadata, policy), c.trace);
     try {
-      return resolveRouting({ opencode: { directory: params.directory } }, policy);
+      return withTrace(resolveRouting({ opencode: { directory: params.directory } }, policy), c.trace);
     } catch (error) {
       if (error instanceof A2AError && error.reason === "INVALID_PARAMS") throw invalid("directory", error.message.replace(/^directory /, ""));
       throw error;
@@ -354,7 +358,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     // ---- reads ----------------------------------------------------------------------------------------------------
 
     "opencode.sessions.status": async (params, c) => {
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const statuses = await call("sessionStatus", (x) => sdk.sessionStatus({ ...x }), { ...routing, validate: isObject });
       const items = Object.entries(statuses as Obj).flatMap(([sessionId, raw]) => {
         if (!isObject(raw) || typeof raw.type !== "string" || raw.type === "idle") return [];
@@ -366,7 +370,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.list": async (params, c) => {
       refuseFields(params, ["cursor", "page", "size", "before", "query"], "opencode.sessions.list");
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const limit = typeof params.limit === "number" ? params.limit : DEFAULT_LIMIT;
       // A non-admin sees only its own sessions: OpenCode's newest `limit` may all be someone else's, so the filter
       // runs over the whole list and the limit after it.
@@ -387,13 +391,13 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.get": async (params, c) => {
       const sessionId = readableSession(params, c.principal);
-      return { item: task(c, await getSession(sessionId, routingOf(params))) };
+      return { item: task(c, await getSession(sessionId, routingOf(params, c))) };
     },
 
     "opencode.sessions.children": async (params, c) => {
       const sessionId = readableSession(params, c.principal);
       const children = await call("sessionChildren", (x) => sdk.sessionChildren({ ...x, path: { sessionID: sessionId } }), {
-        ...routingOf(params),
+        ...routingOf(params, c),
         sessionId,
         validate: isArray,
       });
@@ -408,7 +412,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     "opencode.sessions.todo": async (params, c) => {
       const sessionId = readableSession(params, c.principal);
       const todos = await call("sessionTodo", (x) => sdk.sessionTodo({ ...x, path: { sessionID: sessionId } }), {
-        ...routingOf(params),
+        ...routingOf(params, c),
         sessionId,
         validate: isArray,
       });
@@ -421,7 +425,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     "opencode.sessions.diff": async (params, c) => {
       const sessionId = readableSession(params, c.principal);
       const messageID = idParam(params.message_id, "message_id", MESSAGE_ID, "message");
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       // OpenCode answers [] for a session it does not have: the session is read alongside to tell the two apart.
       const [, diffs] = await Promise.all([
         getSession(sessionId, routing),
@@ -463,7 +467,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
           next = result.response?.headers.get("x-next-cursor") || null;
           return result;
         },
-        { ...routingOf(params), sessionId, validate: isArray },
+        { ...routingOf(params, c), sessionId, validate: isArray },
       );
       const items = (messages as unknown[]).filter(isUpstreamMessage).map((m) => message(c, sessionId, m));
       return { items, next_cursor: next === null ? null : encodeCursor(sessionId, next) };
@@ -472,7 +476,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     "opencode.sessions.messages.get": async (params, c) => {
       const sessionId = readableSession(params, c.principal);
       const messageId = idParam(params.message_id, "message_id", MESSAGE_ID, "message")!;
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       try {
         // No sessionId here: OpenCode's 404 names a missing message as often as a missing session.
         const found = await upstream.call(
@@ -492,7 +496,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.prompt_async": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const r = request(params);
       const parts = (Array.isArray(r.parts) ? r.parts : []).map((raw, i) => promptPart(raw, `request.parts.${i}`));
       const format = r.format === undefined ? undefined : promptFormat(r.format);
@@ -527,7 +531,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.command": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const r = request(params);
       const name = (str(r.command) ?? "").replace(/^\//, "");
       if (name === "") throw invalid("request.command", "must name a command");
@@ -558,7 +562,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.shell": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const r = request(params);
       const agent = str(r.agent) ?? "";
       const command = str(r.command) ?? "";
@@ -581,7 +585,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.fork": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const messageID = idParam(request(params).messageID, "request.messageID", MESSAGE_ID, "message");
       return guarded(c.principal, sessionId, routing, async () => {
         const fork = await call(
@@ -597,7 +601,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.share": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       return guarded(c.principal, sessionId, routing, async () => {
         const s = await call("sessionShare", (x) => sdk.sessionShare({ ...x, path: { sessionID: sessionId } }), { ...routing, sessionId, validate: isSession });
         return { item: sessionSummary(s) };
@@ -606,7 +610,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.unshare": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       return guarded(c.principal, sessionId, routing, async () => {
         const s = await call("sessionUnshare", (x) => sdk.sessionUnshare({ ...x, path: { sessionID: sessionId } }), { ...routing, sessionId, validate: isSession });
         return { item: sessionSummary(s) };
@@ -615,7 +619,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.summarize": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const r = request(params);
       const providerID = str(r.providerID);
       const modelID = str(r.modelID);
@@ -635,7 +639,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.revert": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       const r = request(params);
       const messageID = idParam(r.messageID, "request.messageID", MESSAGE_ID, "message");
       if (messageID === undefined) throw invalid("request.messageID", "is required");
@@ -652,7 +656,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
 
     "opencode.sessions.unrevert": async (params, c) => {
       const sessionId = sessionIdOf(params);
-      const routing = routingOf(params);
+      const routing = routingOf(params, c);
       return guarded(c.principal, sessionId, routing, async () => {
         const s = await call("sessionUnrevert", (x) => sdk.sessionUnrevert({ ...x, path: { sessionID: sessionId } }), { ...routing, sessionId, validate: isSession });
         return { item: sessionSummary(s) };

@@ -16,6 +16,7 @@ import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Project, Workspace, Worktree } from "../../generated/opencode/types.gen.js";
 import { A2AError } from "../contract/errors.js";
 import type { MethodHandler } from "../operations/index.js";
+import type { TraceContext } from "../tracing/index.js";
 import type { CallContext, SdkResult } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
@@ -76,9 +77,9 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
   const expose = deps.config.exposeWorkspaceRoot;
 
   /** One upstream call on the default routing; failures become typed A2A errors, with paths redacted. */
-  async function call<T>(operation: string, invoke: (c: CallContext) => Promise<SdkResult<T>>, validate: (d: unknown) => boolean): Promise<T> {
+  async function call<T>(operation: string, invoke: (c: CallContext) => Promise<SdkResult<T>>, validate: (d: unknown) => boolean, trace?: TraceContext): Promise<T> {
     try {
-      return await deps.upstream.call(operation, invoke, { validate });
+      return await deps.upstream.call(operation, invoke, { validate, ...(trace === undefined ? {} : { trace }) });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       const a2a = error.toA2AError();
@@ -111,11 +112,11 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     return out;
   }
 
-  const listWorktrees = (): Promise<string[]> =>
-    call("worktreeList", (c) => sdk.worktreeList({ ...c }), (d) => Array.isArray(d) && d.every(nonEmpty));
+  const listWorktrees = (trace?: TraceContext): Promise<string[]> =>
+    call("worktreeList", (c) => sdk.worktreeList({ ...c }), (d) => Array.isArray(d) && d.every(nonEmpty), trace);
 
   /** The directory `request` targets: `directory` as given, or the listed worktree whose last segment is `name`. */
-  async function targetDirectory(request: Record<string, unknown>): Promise<string> {
+  async function targetDirectory(request: Record<string, unknown>, trace?: TraceContext): Promise<string> {
     const { name, directory } = request;
     if (name !== undefined && directory !== undefined) {
       throw invalid("request", "give either request.name or request.directory, not both", ["request.name", "request.directory"]);
@@ -124,7 +125,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
     if (typeof name !== "string") {
       throw invalid("request.name", "request.name (or request.directory) is required", ["request.name", "request.directory"]);
     }
-    const matches = (await listWorktrees()).filter((d) => lastSegment(d) === name);
+    const matches = (await listWorktrees(trace)).filter((d) => lastSegment(d) === name);
     if (matches.length === 0) throw invalid("request.name", `no worktree named ${JSON.stringify(name)} in the active OpenCode project`);
     if (matches.length > 1) throw invalid("request.name", `worktree name ${JSON.stringify(name)} is ambiguous; pass request.directory`);
     return matches[0]!;
@@ -133,26 +134,26 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
   const requestOf = (params: Record<string, unknown>): Record<string, unknown> => (isObject(params.request) ? params.request : {});
 
   return {
-    "opencode.projects.list": async () => {
-      const projects = await call("projectList", (c) => sdk.projectList({ ...c }), (d) => Array.isArray(d) && d.every(isProject));
+    "opencode.projects.list": async (_params, k) => {
+      const projects = await call("projectList", (c) => sdk.projectList({ ...c }), (d) => Array.isArray(d) && d.every(isProject), k.trace);
       return { items: projects.map(project) };
     },
 
-    "opencode.projects.current": async () => {
-      const current = await call("projectCurrent", (c) => sdk.projectCurrent({ ...c }), isProject);
+    "opencode.projects.current": async (_params, k) => {
+      const current = await call("projectCurrent", (c) => sdk.projectCurrent({ ...c }), isProject, k.trace);
       return { item: project(current) };
     },
 
-    "opencode.workspaces.list": async () => {
+    "opencode.workspaces.list": async (_params, k) => {
       const list = await call(
         "experimentalWorkspaceList",
         (c) => sdk.experimentalWorkspaceList({ ...c }),
         (d) => Array.isArray(d) && d.every(isWorkspace),
-      );
+       k.trace);
       return { items: list.map(workspace) };
     },
 
-    "opencode.workspaces.create": async (params) => {
+    "opencode.workspaces.create": async (params, k) => {
       const request = requestOf(params);
       const body = {
         type: request.type as string,
@@ -160,44 +161,44 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
         ...(request.branch === null || typeof request.branch === "string" ? { branch: request.branch } : {}),
         ...(request.extra === undefined ? {} : { extra: request.extra }),
       };
-      const created = await call("experimentalWorkspaceCreate", (c) => sdk.experimentalWorkspaceCreate({ ...c, body }), isWorkspace);
+      const created = await call("experimentalWorkspaceCreate", (c) => sdk.experimentalWorkspaceCreate({ ...c, body }), isWorkspace, k.trace);
       return { item: workspace(created) };
     },
 
-    "opencode.workspaces.remove": async (params) => {
+    "opencode.workspaces.remove": async (params, k) => {
       const id = params.workspace_id as string;
       const removed = await call(
         "experimentalWorkspaceRemove",
         (c) => sdk.experimentalWorkspaceRemove({ ...c, path: { id } }),
         (d) => d === null || d === undefined || isWorkspace(d),
-      );
+       k.trace);
       return { item: isWorkspace(removed) ? workspace(removed) : null };
     },
 
-    "opencode.worktrees.list": async () => {
-      const directories = await listWorktrees();
+    "opencode.worktrees.list": async (_params, k) => {
+      const directories = await listWorktrees(k.trace);
       return { items: directories.map((d) => worktree({ name: lastSegment(d), directory: d })) };
     },
 
-    "opencode.worktrees.create": async (params) => {
+    "opencode.worktrees.create": async (params, k) => {
       const request = requestOf(params);
       const body = {
         ...(typeof request.name === "string" ? { name: request.name } : {}),
         ...(typeof request.startCommand === "string" ? { startCommand: request.startCommand } : {}),
       };
-      const created = await call("worktreeCreate", (c) => sdk.worktreeCreate({ ...c, body }), isWorktree);
+      const created = await call("worktreeCreate", (c) => sdk.worktreeCreate({ ...c, body }), isWorktree, k.trace);
       return { item: worktree(created) };
     },
 
-    "opencode.worktrees.remove": async (params) => {
-      const directory = await targetDirectory(requestOf(params));
-      const ok = await call("worktreeRemove", (c) => sdk.worktreeRemove({ ...c, body: { directory } }), (d) => typeof d === "boolean");
+    "opencode.worktrees.remove": async (params, k) => {
+      const directory = await targetDirectory(requestOf(params), k.trace);
+      const ok = await call("worktreeRemove", (c) => sdk.worktreeRemove({ ...c, body: { directory } }), (d) => typeof d === "boolean", k.trace);
       return { ok };
     },
 
-    "opencode.worktrees.reset": async (params) => {
-      const directory = await targetDirectory(requestOf(params));
-      const ok = await call("worktreeReset", (c) => sdk.worktreeReset({ ...c, body: { directory } }), (d) => typeof d === "boolean");
+    "opencode.worktrees.reset": async (params, k) => {
+      const directory = await targetDirectory(requestOf(params), k.trace);
+      const ok = await call("worktreeReset", (c) => sdk.worktreeReset({ ...c, body: { directory } }), (d) => typeof d === "boolean", k.trace);
       return { ok };
     },
   };

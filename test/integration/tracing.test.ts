@@ -157,6 +157,22 @@ describe("W3C trace context", () => {
     expect(gets[0]!.trace_id).not.toBe(t.traceId);
   });
 
+  it("extension methods send their request's trace on their OpenCode calls (sessions, providers, projects)", async () => {
+    const t = incoming();
+    const calls = [
+      { method: "opencode.sessions.list", params: {}, path: (r: RecordedRequest) => r.method === "GET" && r.path === "/session" },
+      { method: "opencode.providers.list", params: {}, path: (r: RecordedRequest) => r.path === "/provider" || r.path === "/config/providers" },
+      { method: "opencode.projects.current", params: {}, path: (r: RecordedRequest) => r.path === "/project/current" },
+    ];
+    for (const c of calls) {
+      const before = g.stub.requests.length;
+      const res = await rpc(g.url, { jsonrpc: "2.0", id: 7, method: c.method, params: c.params }, { traceparent: t.header });
+      const sent = g.stub.requests.slice(before).filter(c.path);
+      expect(sent.length, `${c.method}: ${res.text.slice(0, 200)}`).toBeGreaterThan(0);
+      for (const r of sent) expect(traceOf(r.headers).traceId, `${c.method} → ${r.method} ${r.path}`).toBe(t.traceId);
+    }
+  });
+
   it("an invalid traceparent starts a new trace (and its tracestate is dropped)", async () => {
     for (const bad of ["00-00000000000000000000000000000000-0123456789abcdef-01", "ff-" + hex(16) + "-" + hex(8) + "-01", "00-" + hex(16).toUpperCase() + "-" + hex(8) + "-01", "garbage"]) {
       g.stub.script(text("fresh"));
