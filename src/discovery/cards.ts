@@ -16,7 +16,8 @@ const WIRE_CONTRACT = "#a2a-wire-contract-v1";
 const COMPATIBILITY = "#a2a-compatibility-profile-v1";
 
 const INPUT_MODES = ["text/plain", "application/octet-stream"];
-const OUTPUT_MODES = ["text/plain", "application/json"];
+// text/x-diff: the `changes` artifact of a turn that changed files; application/octet-stream: files OpenCode produced.
+const OUTPUT_MODES = ["text/plain", "application/json", "text/x-diff", "application/octet-stream"];
 
 function skills(extended: boolean): Record<string, unknown>[] {
   const chat = {

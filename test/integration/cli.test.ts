@@ -1,6 +1,6 @@
 // The `serve` command with a bad environment: non-zero exit, a clear message naming the variable, no secrets; and its
 // shutdown on SIGTERM.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import http from "node:http";
 import fs from "node:fs";
 import os from "node:os";
@@ -47,6 +47,25 @@ function serve(env: Record<string, string>): Promise<{ code: number | null; stdo
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** `serve` started with `env`: the child, its exit code once it ends, and the URL its listening line names. */
+async function startServe(env: Record<string, string>): Promise<{ child: ChildProcess; exited: Promise<number | null>; url: string }> {
+  const child = spawn(command[0], command[1], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${out}`)), 20_000);
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+  });
+  return { child, exited, url };
 }
 
 describe("opencode-a2a serve with a bad environment", () => {
@@ -108,20 +127,7 @@ describe("opencode-a2a serve stopped by SIGTERM", () => {
       A2A_SHUTDOWN_GRACE_SECONDS: "1.5",
     };
     try {
-      const child = spawn(command[0], command[1], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
-      const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${out}`)), 20_000);
-        child.stdout.on("data", (c: Buffer) => {
-          out += c.toString();
-          const m = /listening on (http:\/\/\S+)/.exec(out);
-          if (m) {
-            clearTimeout(timer);
-            resolve(m[1]!);
-          }
-        });
-      });
+      const { child, exited, url } = await startServe(env);
       const rpc = (id: number, method: string, text: string) =>
         fetch(`${url}/`, {
           method: "POST",
@@ -179,20 +185,7 @@ describe("opencode-a2a serve stopped by SIGTERM", () => {
       A2A_LOG_LEVEL: "silent",
     };
     try {
-      const child = spawn(command[0], command[1], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
-      const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${out}`)), 20_000);
-        child.stdout.on("data", (c: Buffer) => {
-          out += c.toString();
-          const m = /listening on (http:\/\/\S+)/.exec(out);
-          if (m) {
-            clearTimeout(timer);
-            resolve(m[1]!);
-          }
-        });
-      });
+      const { child, exited, url } = await startServe(env);
       stub.script({ kind: "hang" });
       const res = await fetch(`${url}/`, {
         method: "POST",
