@@ -172,12 +172,14 @@ function buildLineCard(
         stateTransitionHistory: false,
         extensions: extensionsFor(catalog, line, facts, extended),
       },
+      // Each scheme also carries its 0.3 proto oneof member: 0.3 REST (ProtoJSON) clients, such as the SDK's 0.3 REST
+      // transport reading GET /v1/card, parse the schemes from it; 0.3 JSON clients read `type` and ignore it.
       securitySchemes: Object.fromEntries(
         auth.schemes.map((s) => [
           s.name,
           s.kind === "apiKey"
-            ? { type: "apiKey", in: "header", name: "X-API-Key" }
-            : { type: "http", scheme: s.kind === "basic" ? "basic" : "bearer" },
+            ? { type: "apiKey", in: "header", name: "X-API-Key", apiKeySecurityScheme: { location: "header", name: "X-API-Key" } }
+            : { type: "http", scheme: s.kind === "basic" ? "basic" : "bearer", httpAuthSecurityScheme: { scheme: s.kind === "basic" ? "basic" : "bearer" } },
         ]),
       ),
       security: auth.schemes.map((s) => ({ [s.name]: [] })),

@@ -116,6 +116,10 @@ describe("the header-less card", () => {
     const call = sent.at(-1)!;
     if (binding === "JSONRPC") expect(JSON.parse(call.body!).method).toBe("tasks/get");
     else expect(new URL(call.url).pathname).toMatch(/^\/v1\/tasks\/[0-9a-f-]+$/);
+    // The extended card through the same client (0.3 REST: GET /v1/card, parsed as 0.3 ProtoJSON).
+    const extended = await client.getAgentCard();
+    expect(JSON.stringify(extended.securitySchemes)).toMatch(/bearer/i);
+    if (binding !== "JSONRPC") expect(sent.some((s) => new URL(s.url).pathname === "/v1/card")).toBe(true);
   });
 
   it("is not taken for a 0.3-only card by the SDK's legacy detector (it carries supportedInterfaces)", async () => {
