@@ -49,6 +49,19 @@ function serve(env: Record<string, string>): Promise<{ code: number | null; stdo
   });
 }
 
+/** The environment of a `serve` against the stub upstream `stubUrl`, with its SQLite store at `file`. */
+function serveEnv(stubUrl: string, file: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? cwd,
+    A2A_BEARER_TOKEN: SECRET,
+    A2A_PORT: "0",
+    OPENCODE_BASE_URL: stubUrl,
+    A2A_TASK_STORE_DATABASE_URL: `sqlite:///${file}`,
+    A2A_LOG_LEVEL: "silent",
+  };
+}
+
 /** `serve` started with `env`: the child, its exit code once it ends, and the URL its listening line names. */
 async function startServe(env: Record<string, string>): Promise<{ child: ChildProcess; exited: Promise<number | null>; url: string }> {
   const child = spawn(command[0], command[1], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
@@ -116,16 +129,7 @@ describe("opencode-a2a serve stopped by SIGTERM", () => {
   it("answers every in-flight blocking call and stream before exiting: finished ones within the grace, the rest with their task's current state", async () => {
     const stub = await startStubUpstream();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-drain-"));
-    const env = {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? cwd,
-      A2A_BEARER_TOKEN: SECRET,
-      A2A_PORT: "0",
-      OPENCODE_BASE_URL: stub.url,
-      A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(dir, "tasks.db")}`,
-      A2A_LOG_LEVEL: "silent",
-      A2A_SHUTDOWN_GRACE_SECONDS: "1.5",
-    };
+    const env = { ...serveEnv(stub.url, path.join(dir, "tasks.db")), A2A_SHUTDOWN_GRACE_SECONDS: "1.5" };
     try {
       const { child, exited, url } = await startServe(env);
       const rpc = (id: number, method: string, text: string) =>
@@ -175,15 +179,7 @@ describe("opencode-a2a serve stopped by SIGTERM", () => {
     const stub = await startStubUpstream();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-stop-"));
     const file = path.join(dir, "tasks.db");
-    const env = {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? cwd,
-      A2A_BEARER_TOKEN: SECRET,
-      A2A_PORT: "0",
-      OPENCODE_BASE_URL: stub.url,
-      A2A_TASK_STORE_DATABASE_URL: `sqlite:///${file}`,
-      A2A_LOG_LEVEL: "silent",
-    };
+    const env = serveEnv(stub.url, file);
     try {
       const { child, exited, url } = await startServe(env);
       stub.script({ kind: "hang" });
