@@ -4,6 +4,21 @@
 import js from "@eslint/js";
 import globals from "globals";
 import tseslint from "typescript-eslint";
+import importX from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+import { LAYERS, NO_HTTP, NO_WIRE } from "./tools/lint/layers.js";
+
+// The folder rules of src/ (tools/lint/layers.js): a folder may import only the folders its entry lists, and the
+// lists only reach down, so no folder cycle can form. test/unit/structure.test.ts also checks file and folder cycles.
+const boundaryZones = Object.entries(LAYERS).flatMap(([folder, allowed]) =>
+  Object.keys(LAYERS)
+    .filter((other) => other !== folder && !allowed.includes(other))
+    .map((other) => ({
+      target: `./src/${folder}`,
+      from: `./src/${other}`,
+      message: `src/${folder} may import only: ${allowed.join(", ") || "(nothing in src/)"} (tools/lint/layers.js)`,
+    })),
+);
 
 export default tseslint.config(
   { ignores: ["generated/**", "dist/**", "node_modules/**", "coverage/**"] },
@@ -23,6 +38,30 @@ export default tseslint.config(
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false } }],
       "@typescript-eslint/await-thenable": "error",
+    },
+  },
+  {
+    files: ["src/**/*.ts"],
+    plugins: { "import-x": importX },
+    settings: { "import-x/resolver-next": [createTypeScriptImportResolver({ project: "./tsconfig.json" })] },
+    rules: { "import-x/no-restricted-paths": ["error", { zones: boundaryZones }] },
+  },
+  {
+    // protocol/ is the wire model and its codecs: it knows nothing of HTTP.
+    files: ["src/protocol/**/*.ts"],
+    rules: { "no-restricted-imports": ["error", { paths: NO_HTTP.map((name) => ({ name, message: "protocol/ knows no HTTP" })) }] },
+  },
+  {
+    // The services (task runtime, bridge, stores) know no wire: no codec, no HTTP framework.
+    files: NO_WIRE.map((folder) => `src/${folder}/**/*.ts`),
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: NO_HTTP.filter((name) => !name.startsWith("node:")).map((name) => ({ name, message: "services know no wire" })),
+          patterns: [{ group: ["**/protocol/codec", "**/protocol/codec/*"], message: "services work on the internal model; codecs belong to the doors" }],
+        },
+      ],
     },
   },
   {

@@ -2,8 +2,7 @@
 // the README's configuration table is checked against this list by test/unit/config.test.ts.
 import fs from "node:fs";
 import { catalog, type ProtocolLine } from "../contract/catalog.js";
-import { DEFAULT_TASK_CACHE_SIZE } from "../storage/tasks.js";
-import { DEFAULT_TASK_STORE_DATABASE_URL, parseStoreUrl } from "../storage/url.js";
+import { DEFAULT_TASK_CACHE_SIZE, DEFAULT_TASK_STORE_DATABASE_URL, parseStoreUrl } from "./store-url.js";
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

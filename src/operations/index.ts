@@ -3,29 +3,14 @@
 // NOT_IMPLEMENTED (their issue owns them); push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED while the
 // `pushNotifications` capability is off (A2A_PUSH_NOTIFICATIONS_ENABLED=false, or no task runtime).
 import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
+import type { MethodHandler } from "./call.js";
 import { A2AError } from "../contract/errors.js";
-import type { Principal } from "../auth/index.js";
 import type { PushService } from "../push/service.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
 import { pushHandlers } from "./push.js";
 import { taskHandlers } from "./tasks.js";
-import type { TraceContext } from "../tracing/index.js";
 
-export interface Call {
-  line: ProtocolLine;
-  principal: Principal;
-  transport: "jsonrpc" | "rest";
-  method: MethodEntry;
-  /**
-   * A REST call on a root path whose request named no A2A-Version (it runs on the default line). The extended card
-   * then answers the dual card of both lines, as the GET of the public card does.
-   */
-  versionless?: boolean;
-  /** The request's W3C trace context (every request has one; absent only for calls made outside a request). */
-  trace?: TraceContext | undefined;
-}
-
-export type MethodHandler = (params: Record<string, unknown>, call: Call) => Promise<unknown>;
+export type { Call, MethodHandler } from "./call.js";
 
 export interface OperationDeps {
   /** The extended card of `line`, or the dual card of both lines (`dual`). */

@@ -4,7 +4,7 @@
 import { invalid } from "../protocol/codec/common.js";
 import { codecFor } from "../protocol/codec/index.js";
 import type { PushService } from "../push/service.js";
-import type { Call, MethodHandler } from "./index.js";
+import type { Call, MethodHandler } from "./call.js";
 
 /**
  * The task and config ids of a REST route's path, whichever path family the route has: `/v1/tasks/{id}/

@@ -38,7 +38,7 @@ import type { EventHub, Subscription } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { FanOut, type EventQueue } from "./fanout.js";
-import type { AbortOutcome, Metrics } from "./metrics.js";
+import type { AbortOutcome, Metrics } from "../observability/metrics.js";
 import { isObject } from "../util/object.js";
 import { traceOfRouting, withTrace, type TraceContext } from "../tracing/index.js";
 
@@ -64,9 +64,9 @@ export interface RuntimeOptions {
   model?: ModelMonitor;
   /** A2A_MAX_RUNNING_TASKS and A2A_TASK_QUEUE_LIMIT (default: 32 running, 1000 waiting). */
   admission?: { maxRunning: number; queueLimit: number };
-  /** The interrupt registry; settable after construction (it needs the runtime itself). */
+  /** The interrupt registry (src/extensions/interrupt-registry.ts): told of every asked and resolved interrupt. */
   interrupts?: InterruptHooks;
-  /** Push notifications (src/push): told of every state change; settable after construction. */
+  /** Push notifications (src/push): told of every state change. */
   transitions?: TransitionHooks;
 }
 
@@ -236,7 +236,7 @@ export interface PendingInterrupt {
   routing: Routing;
 }
 
-/** Where the interrupt registry (src/extensions/interrupts.ts) plugs into the runtime. */
+/** Where the interrupt registry (src/extensions/interrupt-registry.ts) plugs into the runtime. */
 export interface InterruptHooks {
   asked(interrupt: PendingInterrupt): void;
   resolved(event: { requestId: string; type: "permission" | "question"; taskId: string }): void;
@@ -344,16 +344,6 @@ export class TaskRuntime {
       this.#retryUnsaved();
     }, backoffMs(this.#unsavedAttempt++, 500, 30_000));
     this.#unsavedTimer.unref();
-  }
-
-  /** Plugs the interrupt registry in (it is built after the runtime, which it uses). */
-  setInterruptHooks(hooks: InterruptHooks): void {
-    this.opts.interrupts = hooks;
-  }
-
-  /** Plugs the push notifications in (they read tasks through the runtime). */
-  setTransitionHooks(hooks: TransitionHooks): void {
-    this.opts.transitions = hooks;
   }
 
   /** Tasks with a turn in progress. */

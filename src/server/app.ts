@@ -23,7 +23,8 @@ import { Discovery } from "./discovery.js";
 import { registerDocs } from "./docs/index.js";
 import { authentication } from "./middleware/auth.js";
 import { auditTrail } from "./middleware/audit.js";
-import { AuditRecorder, registerAuditRoutes } from "../audit/index.js";
+import { AuditRecorder } from "../observability/audit.js";
+import { registerAuditRoutes } from "./audit-routes.js";
 import { MemoryAuditStore } from "../storage/audit.js";
 import { defaultAllowedHosts, hostCheck, hostGuard, originCheck, originGuard } from "./middleware/origins.js";
 import { jsonRpcEdge } from "./jsonrpc-edge.js";
@@ -34,11 +35,12 @@ import { versionNegotiation } from "./middleware/version.js";
 import { ExtensionPolicy } from "../protocol/extensions.js";
 import type { Upstream } from "../upstream/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
-import { Metrics } from "../runtime/metrics.js";
+import { Metrics } from "../observability/metrics.js";
 import { TaskRuntime } from "../runtime/tasks.js";
 import { extensionHandlers } from "../extensions/index.js";
+import { InterruptRegistry } from "../extensions/interrupt-registry.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
-import type { RequestState } from "./state.js";
+import type { RequestState } from "../pipeline/state.js";
 import { StoreHealth } from "../storage/health.js";
 import { ModelMonitor } from "../upstream/model-check.js";
 import { beginRequest, traceFields, type TraceContext } from "../tracing/index.js";
@@ -198,6 +200,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   let model: ModelMonitor | undefined;
   let push: PushService | undefined;
   let sessions: SessionResolver | undefined;
+  let interrupts: InterruptRegistry | undefined;
   const routing = { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride };
   let storage = deps.storage;
   const ownsStorage = storage === undefined && deps.upstream !== undefined;
@@ -217,6 +220,33 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     });
     void model.current(0);
     sessions = new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000);
+    // The observers the runtime reports to are built first and handed to its constructor; the ones that read tasks
+    // back (push: a config's task must be visible to its caller; the interrupt registry: a reply resumes its task)
+    // reach the runtime through a closure, called only after construction.
+    const tasks = (): TaskRuntime => runtime!;
+    const store = storage;
+    interrupts = new InterruptRegistry({ config, storage: store, upstream: upstream.client, log: log.child({ component: "extensions" }), tasks });
+    if (facts.pushNotifications) {
+      push = new PushService({
+        configs: store.pushConfigs,
+        outbox: store.pushOutbox,
+        atomically: (fn) => store.atomically(fn),
+        visibleTask: (principal, taskId) => tasks().read(principal, taskId),
+        metrics,
+        log: log.child({ component: "push" }),
+        timeoutMs: config.pushTimeout * 1000,
+        maxAttempts: config.pushMaxAttempts,
+        retryInitialMs: config.pushRetryInitial * 1000,
+        retryMaxMs: config.pushRetryMax * 1000,
+        maxConcurrency: config.pushMaxConcurrency,
+        maxConcurrencyPerHost: config.pushMaxConcurrencyPerHost,
+        maxConfigsPerTask: config.pushMaxConfigsPerTask,
+        maxAgeMs: config.pushMaxAge * 1000,
+        allowPrivateNetworks: config.pushAllowPrivateNetworks,
+        userAgent: `opencode-a2a/${packageVersion}`,
+        traceOf: (taskId) => tasks().traceOf(taskId),
+      });
+    }
     runtime = new TaskRuntime({
       store: storage.tasks,
       upstream: upstream.client,
@@ -232,34 +262,12 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       storeHealth,
       admission: { maxRunning: config.maxRunningTasks, queueLimit: config.taskQueueLimit },
       model,
+      interrupts,
+      ...(push === undefined ? {} : { transitions: push }),
     });
     const admitted = runtime;
     metrics.readAtScrape("a2a_tasks_running", "Turns running in OpenCode (working tasks; A2A_MAX_RUNNING_TASKS)", () => admitted.admission().running);
     metrics.readAtScrape("a2a_tasks_waiting", "Tasks waiting for a free turn (A2A_TASK_QUEUE_LIMIT)", () => admitted.admission().queued);
-    if (facts.pushNotifications) {
-      const tasks = runtime;
-      const store = storage;
-      push = new PushService({
-        configs: store.pushConfigs,
-        outbox: store.pushOutbox,
-        atomically: (fn) => store.atomically(fn),
-        visibleTask: (principal, taskId) => tasks.read(principal, taskId),
-        metrics,
-        log: log.child({ component: "push" }),
-        timeoutMs: config.pushTimeout * 1000,
-        maxAttempts: config.pushMaxAttempts,
-        retryInitialMs: config.pushRetryInitial * 1000,
-        retryMaxMs: config.pushRetryMax * 1000,
-        maxConcurrency: config.pushMaxConcurrency,
-        maxConcurrencyPerHost: config.pushMaxConcurrencyPerHost,
-        maxConfigsPerTask: config.pushMaxConfigsPerTask,
-        maxAgeMs: config.pushMaxAge * 1000,
-        allowPrivateNetworks: config.pushAllowPrivateNetworks,
-        userAgent: `opencode-a2a/${packageVersion}`,
-        traceOf: (taskId) => tasks.traceOf(taskId),
-      });
-      runtime.setTransitionHooks(push);
-    }
     // A managed OpenCode that dies takes its running turns with it: they fail at once (UPSTREAM_TURN_LOST) instead of
     // waiting for the event stream's reconnect grace.
     const tasksOf = runtime;
@@ -272,7 +280,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     push?.start();
   }
   const extensions =
-    runtime === undefined || deps.upstream === undefined || storage === undefined || sessions === undefined
+    runtime === undefined || deps.upstream === undefined || storage === undefined || sessions === undefined || interrupts === undefined
       ? undefined
       : extensionHandlers({
           config,
@@ -280,6 +288,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
           hub: deps.upstream.hub,
           storage,
           runtime,
+          interrupts,
           sessions,
           routing,
           metrics,

@@ -22,7 +22,7 @@ import type { ProtocolLine } from "../contract/catalog.js";
 import type { Upstream } from "../upstream/index.js";
 import type { StoreHealthStatus } from "../storage/health.js";
 import type { ModelCheck } from "../upstream/model-check.js";
-import type { RequestState } from "./state.js";
+import type { RequestState } from "../pipeline/state.js";
 
 interface CachedDoc {
   body: string;

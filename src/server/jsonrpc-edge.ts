@@ -13,7 +13,7 @@ import { gzip } from "node:zlib";
 import type { Logger } from "pino";
 import type { ProtocolLine } from "../contract/catalog.js";
 import type { CredentialResolver } from "../auth/index.js";
-import type { AuditRecorder } from "../audit/index.js";
+import type { AuditRecorder } from "../observability/audit.js";
 import type { ExtensionPolicy } from "../protocol/extensions.js";
 import { negotiateVersion, VERSION_HEADER } from "../protocol/version.js";
 import type { RpcExchange } from "../transport/jsonrpc/index.js";
@@ -24,7 +24,7 @@ import type { AddressGuard } from "../auth/address-guard.js";
 import { acceptsGzip } from "./middleware/compress.js";
 import { readRequestBody } from "./middleware/body.js";
 import { errorAnswer, failureOf } from "./middleware/errors.js";
-import type { AuditCall, RequestState } from "./state.js";
+import type { AuditCall, RequestState } from "../pipeline/state.js";
 import { beginRequest } from "../tracing/index.js";
 import { endRequestSpan } from "./trace.js";
 

@@ -1,7 +1,7 @@
 // The server span of a request (OpenTelemetry export on): named and described once the request is answered, by
 // both doors (the Koa chain and the JSON-RPC edge). With export off this is one check per request.
 import { endRequest, spanExport, type SpanAttributes } from "../tracing/index.js";
-import type { RequestState } from "./state.js";
+import type { RequestState } from "../pipeline/state.js";
 
 /** The span's name (the A2A method, or the route) and its http / rpc / a2a attributes. */
 export function requestSpan(state: RequestState, method: string, path: string, status: number): { name: string; attributes: SpanAttributes } {

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { A2AError } from "../contract/errors.js";
 import { migrate, type MigrationResult } from "./migrations.js";
 import { pinDatabase, prepare } from "./pin.js";
-import { StorageError, type StoreLocation } from "./url.js";
+import { StorageError, type StoreLocation } from "../config/store-url.js";
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 30_000;
 const COMPANION_SUFFIXES = ["-wal", "-shm", "-journal"] as const;

@@ -9,7 +9,7 @@ import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } fr
 import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { MemorySessionStore, SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { MemoryTaskStore, SqliteTaskStore, type TaskStore } from "./tasks.js";
-import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError } from "./url.js";
+import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError } from "../config/store-url.js";
 
 export type StoreBackend = "sqlite" | "memory";
 
@@ -105,4 +105,4 @@ export * from "./sessions.js";
 export * from "./push-configs.js";
 export * from "./interrupts.js";
 export * from "./audit.js";
-export * from "./url.js";
+export * from "../config/store-url.js";

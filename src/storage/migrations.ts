@@ -5,7 +5,7 @@
 // newer than the code knows is refused.
 import type Database from "better-sqlite3";
 import { prepare } from "./pin.js";
-import { StorageError } from "./url.js";
+import { StorageError } from "../config/store-url.js";
 
 export const SCHEMA_NAME = "state_store";
 

@@ -9,6 +9,7 @@ import crypto from "node:crypto";
 import { A2AError } from "../contract/errors.js";
 import { TERMINAL_STATES, type ListParams, type Task, type TaskState } from "../protocol/model.js";
 import type { StoreDatabase } from "./database.js";
+import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
 
 export interface TaskExtra {
   acceptedOutputModes?: string[];
@@ -317,7 +318,6 @@ export interface SqliteTaskStoreOptions {
   cacheSize?: number;
 }
 
-export const DEFAULT_TASK_CACHE_SIZE = 10_000;
 
 /**
  * Tasks in a2a_tasks: indexed columns (state, context_id, owner, status_timestamp) next to the JSON snapshot.

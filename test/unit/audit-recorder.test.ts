@@ -4,7 +4,7 @@
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AuditRecorder, auditSubject, type AuditRecordInput } from "../../src/audit/recorder.js";
+import { AuditRecorder, auditSubject, type AuditRecordInput } from "../../src/observability/audit.js";
 import { MemoryAuditStore, type AuditFilter, type AuditListResult, type AuditStore, type NewAuditEntry } from "../../src/storage/audit.js";
 
 const T0 = Date.UTC(2025, 0, 1);

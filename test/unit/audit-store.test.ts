@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseAuditQuery } from "../../src/audit/routes.js";
+import { parseAuditQuery } from "../../src/server/audit-routes.js";
 import { A2AError } from "../../src/contract/errors.js";
 import { expectA2AError } from "../support/errors.js";
 import { prepare } from "../../src/storage/pin.js";

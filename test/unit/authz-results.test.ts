@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth/index.js";
 import { catalog } from "../../src/contract/catalog.js";
-import { filterEvent, filterTask, resultAccess, RESULTS_FILES, RESULTS_READ } from "../../src/operations/tasks.js";
+import { filterEvent, filterTask, resultAccess, RESULTS_FILES, RESULTS_READ } from "../../src/runtime/result-scope.js";
 import { codecFor } from "../../src/protocol/codec/index.js";
 import type { Message, Part, StreamEvent, Task } from "../../src/protocol/model.js";
 import { expectValid } from "../support/contract.js";

@@ -8,7 +8,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { A2AError } from "../../src/contract/errors.js";
-import { advertisedPermissionOptions, answersFromMessage } from "../../src/extensions/interrupts.js";
+import { advertisedPermissionOptions, answersFromMessage } from "../../src/extensions/interrupt-registry.js";
 import type { Message } from "../../src/protocol/model.js";
 import { prepare } from "../../src/storage/pin.js";
 import {

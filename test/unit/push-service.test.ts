@@ -7,12 +7,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Principal } from "../../src/auth/index.js";
 import { A2AError } from "../../src/contract/errors.js";
 import { expectA2AError } from "../support/errors.js";
-import { RESULTS_FILES, RESULTS_READ } from "../../src/operations/tasks.js";
+import { RESULTS_FILES, RESULTS_READ } from "../../src/runtime/result-scope.js";
 import type { PushConfigInput } from "../../src/protocol/codec/index.js";
 import type { StatusUpdateEvent, Task, TaskState } from "../../src/protocol/model.js";
 import type { SendVerdict, WebhookRequest } from "../../src/push/sender.js";
 import { PushService, type PushOptions } from "../../src/push/service.js";
-import { Metrics } from "../../src/runtime/metrics.js";
+import { Metrics } from "../../src/observability/metrics.js";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import type { NewDelivery, PushDelivery, PushOutboxStore } from "../../src/storage/push-outbox.js";
 

@@ -4,10 +4,10 @@
 // bodies and no secrets: the method, the task/context/session ids the call named or produced, the outcome. The
 // entries are built after the answer is on its way (setImmediate), off the request's latency.
 import type { Context, Next } from "koa";
-import { auditSubject, type AuditRecorder, type AuditRecordInput } from "../../audit/index.js";
+import { auditSubject, type AuditRecorder, type AuditRecordInput } from "../../observability/audit.js";
 import type { ProtocolLine } from "../../contract/catalog.js";
 import type { Principal } from "../../auth/index.js";
-import type { AuditCall, RequestState } from "../state.js";
+import type { AuditCall, RequestState } from "../../pipeline/state.js";
 
 /** What is known of an answered request (the JSON-RPC edge and the Koa middleware both fill it). */
 export interface AuditedRequest {

@@ -9,7 +9,7 @@ import type { RouteLookup } from "../../contract/routes.js";
 import { hasScope, wwwAuthenticate, type CredentialResolver, type Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
 import type { AddressGuard } from "../../auth/address-guard.js";
-import type { RequestState } from "../state.js";
+import type { RequestState } from "../../pipeline/state.js";
 
 export interface AuthDeps {
   resolver: CredentialResolver;

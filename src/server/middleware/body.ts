@@ -3,7 +3,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Context, Next } from "koa";
 import { A2AError } from "../../contract/errors.js";
-import type { RequestState } from "../state.js";
+import type { RequestState } from "../../pipeline/state.js";
 
 const JSON_TYPES = /^application\/(json|a2a\+json|[\w.-]+\+json)$/i;
 

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js";
 import { jsonRpcError, restError } from "../../protocol/errors.js";
 import type { ProtocolLine } from "../../contract/catalog.js";
-import type { RequestState } from "../state.js";
+import type { RequestState } from "../../pipeline/state.js";
 import { ClientAbortedError } from "./body.js";
 
 /** Errors that keep their HTTP status even on the JSON-RPC endpoint (they happen before JSON-RPC processing). */

@@ -2,7 +2,7 @@
 import type { Context, Next } from "koa";
 import type { ProtocolLine } from "../../contract/catalog.js";
 import { negotiateVersion, VERSION_HEADER } from "../../protocol/version.js";
-import type { RequestState } from "../state.js";
+import type { RequestState } from "../../pipeline/state.js";
 
 export function versionNegotiation(defaultLine: ProtocolLine) {
   return async function version(ctx: Context, next: Next): Promise<void> {

@@ -14,7 +14,7 @@ import { hasScope, type Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
 import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
 import type { MethodHandler } from "../../operations/index.js";
-import type { AuditCall, RequestState } from "../../server/state.js";
+import type { AuditCall, RequestState } from "../../pipeline/state.js";
 import { invoke, json } from "../http.js";
 import { EventStream } from "../../operations/stream.js";
 import type { PayloadLog } from "../../logging/payloads.js";

@@ -11,7 +11,7 @@ import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import type { Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
-import type { AuditCall, RequestState } from "../../server/state.js";
+import type { AuditCall, RequestState } from "../../pipeline/state.js";
 import { restError } from "../../protocol/errors.js";
 import { EventStream } from "../../operations/stream.js";
 import { invoke, json } from "../http.js";

@@ -6,7 +6,7 @@ import type { Context } from "koa";
 import { A2AError } from "../contract/errors.js";
 import type { AuditFilter, AuditOutcome } from "../storage/audit.js";
 import { json } from "../transport/http.js";
-import type { AuditRecorder } from "./recorder.js";
+import type { AuditRecorder } from "../observability/audit.js";
 
 export const AUDIT_DEFAULT_LIMIT = 100;
 export const AUDIT_MAX_LIMIT = 500;

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { AuditStore, NewAuditEntry } from "../storage/audit.js";
 
-export { auditSubject, AUDIT_SUBJECT_MAX_CHARS, type AuditSubject } from "./subject.js";
+export { auditSubject, AUDIT_SUBJECT_MAX_CHARS, type AuditSubject } from "./audit-subject.js";
 
 /** What record() takes: an entry without its id; `at` (RFC 3339 string or epoch ms) defaults to now. */
 export type AuditRecordInput = Omit<NewAuditEntry, "at"> & { at?: string | number };

@@ -1,0 +1,312 @@
+// The interrupt registry: every `permission.asked` / `question.asked` the runtime maps becomes a durable binding in
+// the store (src/storage/interrupts.ts) owned by the task's principal, answerable for A2A_INTERRUPT_REQUEST_TTL_SECONDS
+// and then a tombstone for A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS; `*.replied` / `question.rejected` and successful
+// answers discard it. The same registry answers the runtime's follow-up messages to an `input-required` task
+// (`InterruptHooks.answer`). It is built before the runtime (which reports to it) and reaches the runtime lazily.
+import type { Logger } from "pino";
+import * as sdk from "../../generated/opencode/sdk.gen.js";
+import type { Principal } from "../auth/index.js";
+import { userText } from "../bridge/parts.js";
+import { PERMISSION_REPLIES } from "../bridge/stream-mapper.js";
+import type { Config } from "../config/index.js";
+import { A2AError } from "../contract/errors.js";
+import type { Message, Metadata } from "../protocol/model.js";
+import type { InterruptHooks, PendingInterrupt, TaskRuntime } from "../runtime/tasks.js";
+import type { Storage } from "../storage/index.js";
+import type { InterruptRecord, InterruptType } from "../storage/interrupts.js";
+import type { TraceContext } from "../tracing/index.js";
+import type { CallContext, SdkResult, UpstreamClient } from "../upstream/client.js";
+import { UpstreamError } from "../upstream/errors.js";
+import { isObject } from "../util/object.js";
+
+type PermissionDecision = (typeof PERMISSION_REPLIES)[number];
+
+export function invalidParams(field: string, message: string, data: Record<string, unknown> = {}): A2AError {
+  return new A2AError("INVALID_PARAMS", message, { field, fields: [field], ...data }, {
+    fieldViolations: [{ field, description: message }],
+  });
+}
+
+/** The permission decisions advertised in the interrupt details (`permission_options[].id` or `reply_options`). */
+export function advertisedPermissionOptions(details: Metadata): PermissionDecision[] {
+  const known = new Set<string>(PERMISSION_REPLIES);
+  const ids: string[] = [];
+  if (Array.isArray(details.permission_options)) {
+    for (const o of details.permission_options) if (isObject(o) && typeof o.id === "string") ids.push(o.id);
+  }
+  if (Array.isArray(details.reply_options)) for (const o of details.reply_options) if (typeof o === "string") ids.push(o);
+  const advertised = [...new Set(ids)].filter((id): id is PermissionDecision => known.has(id));
+  return advertised.length > 0 || ids.length > 0 ? advertised : [...PERMISSION_REPLIES];
+}
+
+interface QuestionShape {
+  options: string[];
+}
+
+function questionsOf(details: Metadata): QuestionShape[] {
+  if (!Array.isArray(details.questions)) return [];
+  return details.questions.filter(isObject).map((q) => ({
+    options: Array.isArray(q.options) ? q.options.filter(isObject).flatMap((o) => (typeof o.label === "string" ? [o.label] : [])) : [],
+  }));
+}
+
+/** A free-text answer that names an option (case-insensitively) becomes that option's exact label. */
+function normalizeAnswer(text: string, question: QuestionShape | undefined): string {
+  const t = text.trim();
+  const hit = question?.options.find((label) => label.toLowerCase() === t.toLowerCase());
+  return hit ?? t;
+}
+
+/**
+ * The `answers` of a follow-up message to a task waiting on a question: one question → the whole text; several →
+ * one text part per question, or one line per question.
+ */
+export function answersFromMessage(details: Metadata, message: Message): string[][] {
+  const questions = questionsOf(details);
+  const text = userText(message).trim();
+  if (text === "") throw invalidParams("message.parts", "The task waits for an answer to a question: send it as text");
+  if (questions.length <= 1) return [[normalizeAnswer(text, questions[0])]];
+  const parts = message.parts.flatMap((p) => (p.kind === "text" && p.text.trim() !== "" ? [p.text] : []));
+  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== "");
+  const given = parts.length === questions.length ? parts : lines.length === questions.length ? lines : undefined;
+  if (given === undefined) {
+    throw invalidParams(
+      "message.parts",
+      `The task waits for answers to ${questions.length} questions: send one text part (or one line) per question, in order, or use a2a.interrupt.question.reply`,
+    );
+  }
+  return given.map((answer, i) => [normalizeAnswer(answer, questions[i])]);
+}
+
+function permissionFromText(details: Metadata, message: Message): PermissionDecision {
+  const options = advertisedPermissionOptions(details);
+  const text = userText(message).trim().toLowerCase();
+  const hit = options.find((o) => o === text);
+  if (hit !== undefined) return hit;
+  throw invalidParams(
+    "message.parts",
+    `The task waits for a permission decision: answer with one of ${options.map((o) => `"${o}"`).join(", ")} ` +
+      "(or use a2a.interrupt.permission.reply, or tasks/provideInputAndContinue with permissionOptionId)",
+    { supported: options },
+  );
+}
+
+/** The recovery view of a binding (spec: InterruptRecoveryItem). */
+function recoveryItem(record: InterruptRecord): Record<string, unknown> {
+  return {
+    request_id: record.requestId,
+    session_id: record.sessionId,
+    interrupt_type: record.type,
+    task_id: record.taskId,
+    context_id: record.contextId,
+    details: record.details,
+    expires_at: new Date(record.expiresAt).toISOString(),
+  };
+}
+
+/** What the registry needs: the stores, OpenCode, the TTLs, and the runtime (built after the registry, which it is given to). */
+export interface InterruptRegistryDeps {
+  config: Pick<Config, "interruptTtl" | "interruptTombstoneTtl">;
+  storage: Pick<Storage, "interrupts" | "tasks">;
+  upstream: UpstreamClient;
+  log: Pick<Logger, "warn" | "error" | "debug">;
+  tasks: () => Pick<TaskRuntime, "pendingInterrupt" | "resume">;
+}
+
+export class InterruptRegistry implements InterruptHooks {
+  constructor(private readonly deps: InterruptRegistryDeps) {}
+
+  get #store() {
+    return this.deps.storage.interrupts;
+  }
+
+  // ---- runtime hooks --------------------------------------------------------------------------------------------
+
+  asked(interrupt: PendingInterrupt): void {
+    try {
+      this.#store.purgeExpired();
+      const created = this.#store.add(
+        {
+          requestId: interrupt.requestId,
+          type: interrupt.type,
+          owner: interrupt.owner,
+          sessionId: interrupt.sessionId,
+          taskId: interrupt.taskId,
+          contextId: interrupt.contextId,
+          details: interrupt.details,
+          routing: interrupt.routing,
+        },
+        this.deps.config.interruptTtl,
+        this.deps.config.interruptTombstoneTtl,
+      );
+      if (!created) this.deps.log.debug({ requestId: interrupt.requestId, taskId: interrupt.taskId }, "duplicate interrupt asked event ignored");
+    } catch (error) {
+      // The turn goes on; the request is then only answerable through OpenCode itself.
+      this.deps.log.error({ err: error instanceof Error ? error.message : String(error), requestId: interrupt.requestId }, "could not record interrupt request");
+    }
+  }
+
+  resolved(event: { requestId: string; type: InterruptType; taskId: string }): void {
+    try {
+      this.#store.remove(event.requestId);
+    } catch (error) {
+      this.deps.log.warn({ err: error instanceof Error ? error.message : String(error), requestId: event.requestId }, "could not discard interrupt request");
+    }
+  }
+
+  /** A follow-up message to a task waiting on `interrupt` (message/send, SendMessage, provideInputAndContinue input). */
+  async answer(_principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void> {
+    const record = this.#binding(interrupt.requestId, interrupt.owner);
+    if (record.type === "question") {
+      await this.#replyQuestion(record, answersFromMessage(record.details, message));
+    } else {
+      await this.#replyPermission(record, permissionFromText(record.details, message));
+    }
+  }
+
+  // ---- methods --------------------------------------------------------------------------------------------------
+
+  async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
+    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
+    await this.#replyPermission(record, reply, message, trace);
+    this.#resumeTask(principal, record);
+  }
+
+  async questionReply(principal: Principal, requestId: string, answers: string[][], trace?: TraceContext): Promise<void> {
+    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
+    const count = questionsOf(record.details).length;
+    if (count > 0 && answers.length !== count) {
+      throw invalidParams("answers", `request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, {
+        request_id: requestId,
+      });
+    }
+    await this.#replyQuestion(record, answers, trace);
+    this.#resumeTask(principal, record);
+  }
+
+  async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
+    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
+    await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
+    this.#resumeTask(principal, record);
+  }
+
+  /** tasks/provideInputAndContinue with a permission option: settle the task's pending permission. */
+  async answerTaskPermission(principal: Principal, taskId: string, option: string, trace?: TraceContext): Promise<void> {
+    const pending = this.deps.tasks().pendingInterrupt(principal, taskId);
+    if (pending === undefined || pending.type !== "permission") {
+      throw invalidParams("permissionOptionId", `Task ${taskId} has no pending permission request`, { task_id: taskId });
+    }
+    const options = advertisedPermissionOptions(pending.details);
+    const decision = options.find((o) => o === option);
+    if (decision === undefined) {
+      throw invalidParams(
+        "permissionOptionId",
+        `permissionOptionId must be one of the advertised permission options: ${options.map((o) => `"${o}"`).join(", ")}`,
+        { supported: options },
+      );
+    }
+    const record = this.#binding(pending.requestId, pending.owner, "permission");
+    await this.#replyPermission(record, decision, undefined, trace);
+    this.#resumeTask(principal, record);
+  }
+
+  list(principal: Principal, type: InterruptType): Record<string, unknown>[] {
+    this.#store.purgeExpired();
+    return this.#store
+      .listLive(principal.admin ? undefined : principal.id, type)
+      .filter((record) => !this.#abandoned(record))
+      .map(recoveryItem);
+  }
+
+  // ---- internals ------------------------------------------------------------------------------------------------
+
+  /** Whose binding the caller addresses: its own, or (admin) the binding's owner whoever it is. */
+  #ownerFor(principal: Principal, requestId: string): string {
+    if (!principal.admin) return principal.id;
+    return this.#store.get(requestId)?.owner ?? principal.id;
+  }
+
+  /**
+   * A binding whose task the caller canceled is dropped (OpenCode keeps an aborted turn's requests pending, but nobody
+   * waits for the answer any more). Bindings of tasks that failed, e.g. when the gateway restarted, stay answerable.
+   */
+  #abandoned(record: InterruptRecord): boolean {
+    if (this.deps.storage.tasks.get(record.taskId)?.task.status.state !== "canceled") return false;
+    this.#store.remove(record.requestId);
+    return true;
+  }
+
+  /** The live binding `owner` may answer, or the typed error. */
+  #binding(requestId: string, owner: string, expected?: InterruptType): InterruptRecord {
+    const found = this.#store.lookup(requestId, owner);
+    if (found.status !== "not_found" && this.#abandoned(found.record)) {
+      throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${requestId} belongs to a canceled task`, { request_id: requestId });
+    }
+    if (found.status === "not_found") {
+      throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${requestId} not found`, { request_id: requestId });
+    }
+    if (found.status === "expired") {
+      throw new A2AError("INTERRUPT_REQUEST_EXPIRED", `Interrupt request ${requestId} expired at ${new Date(found.record.expiresAt).toISOString()}`, {
+        request_id: requestId,
+      });
+    }
+    if (expected !== undefined && found.record.type !== expected) {
+      throw new A2AError(
+        "INTERRUPT_TYPE_MISMATCH",
+        `Interrupt request ${requestId} is a ${found.record.type} request; answer it with a2a.interrupt.${found.record.type}.reply`,
+        { request_id: requestId, expected_interrupt_type: expected, actual_interrupt_type: found.record.type },
+      );
+    }
+    return found.record;
+  }
+
+  async #replyPermission(record: InterruptRecord, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
+    await this.#upstream(record, "permissionReply", (c) =>
+      sdk.permissionReply({ ...c, path: { requestID: record.requestId }, body: { reply, ...(message === undefined ? {} : { message }) } }), trace,
+    );
+  }
+
+  async #replyQuestion(record: InterruptRecord, answers: string[][], trace?: TraceContext): Promise<void> {
+    await this.#upstream(record, "questionReply", (c) => sdk.questionReply({ ...c, path: { requestID: record.requestId }, body: { answers } }), trace);
+  }
+
+  /**
+   * Delivers one answer to the asking session's instance. Answered: the binding is removed. Upstream failures become
+   * the project's typed errors; a request OpenCode no longer holds (404, or `false`) is gone here too.
+   */
+  async #upstream<T>(record: InterruptRecord, operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>, trace?: TraceContext): Promise<void> {
+    const gone = (extra: Record<string, unknown> = {}): A2AError => {
+      this.#store.remove(record.requestId);
+      return new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
+        request_id: record.requestId,
+        ...extra,
+      });
+    };
+    let answered: unknown;
+    try {
+      // OpenCode answers `true`; anything but a boolean (an HTML page from a misrouted proxy, …) is a payload error,
+      // never a success that would drop the binding and resume a turn OpenCode was not told to continue.
+      // The reply carries the trace of the request that answered (else the task's, which its routing carries).
+      answered = await this.deps.upstream.call(operation, invoke, { ...record.routing, ...(trace === undefined ? {} : { trace }), validate: (d) => typeof d === "boolean" });
+    } catch (error) {
+      if (!(error instanceof UpstreamError)) throw error;
+      // 404: OpenCode no longer knows the request (answered elsewhere, or OpenCode restarted).
+      if (error.kind === "http" && error.status === 404) throw gone({ upstream_status: 404 });
+      throw error.toA2AError();
+    }
+    if (answered === false) throw gone();
+    this.#store.remove(record.requestId);
+  }
+
+  /** The task continues at once when this was the request it waited on (OpenCode confirms with `*.replied`). */
+  #resumeTask(principal: Principal, record: InterruptRecord): void {
+    try {
+      const tasks = this.deps.tasks();
+      if (tasks.pendingInterrupt(principal, record.taskId)?.requestId === record.requestId) {
+        tasks.resume(principal, record.taskId);
+      }
+    } catch {
+      // The task is gone or no longer live (e.g. after a gateway restart): OpenCode still got the answer.
+    }
+  }
+}
