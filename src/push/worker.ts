@@ -1,0 +1,238 @@
+// The push outbox worker: works off the notifications PushService queued (src/storage/push-outbox.ts), at most
+// A2A_PUSH_MAX_CONCURRENCY POSTs at once and A2A_PUSH_MAX_CONCURRENCY_PER_HOST per receiver, each (task, config) queue
+// in order and one at a time; retries with backoff, gives up after A2A_PUSH_MAX_ATTEMPTS or A2A_PUSH_MAX_AGE_SECONDS.
+// A notification leaves the outbox only after its verdict (at least once). See service.ts for what is sent.
+import type { Logger } from "pino";
+import type { Metrics } from "../observability/metrics.js";
+import type { PushConfig } from "../protocol/model.js";
+import type { PushConfigStore } from "../storage/push-configs.js";
+import { queueKey, type PushDelivery, type PushOutboxStore } from "../storage/push-outbox.js";
+import { beginCall, parseTraceparent, traceFields, traceHeaders, TraceContext } from "../tracing/index.js";
+import { backoffMs } from "../util/backoff.js";
+import { WebhookSender, type SendVerdict } from "./sender.js";
+
+export interface OutboxWorkerOptions {
+  configs: Pick<PushConfigStore, "get">;
+  outbox: PushOutboxStore;
+  metrics: Metrics;
+  log: Pick<Logger, "info" | "warn" | "debug">;
+  timeoutMs: number;
+  maxAttempts: number;
+  retryInitialMs: number;
+  retryMaxMs: number;
+  maxConcurrency: number;
+  maxConcurrencyPerHost: number;
+  maxAgeMs: number;
+  allowPrivateNetworks: boolean;
+  userAgent: string;
+  now?: () => number;
+  random?: () => number;
+  sender?: Pick<WebhookSender, "send" | "close">;
+}
+
+export class OutboxWorker {
+  readonly #opts: OutboxWorkerOptions;
+  readonly #sender: Pick<WebhookSender, "send" | "close">;
+  readonly #now: () => number;
+  /** Queues with a POST in flight, and how to cut that POST short (its config was deleted or replaced, or stop()). */
+  readonly #busy = new Map<string, AbortController>();
+  readonly #inflight = new Set<Promise<void>>();
+  /** POSTs in flight per target host (host:port of the config's URL). */
+  readonly #perHost = new Map<string, number>();
+  /** Consecutive store failures of the worker: its retries back off like a receiver's. */
+  #storeFailures = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
+  #started = false;
+  #stopped = false;
+
+  constructor(opts: OutboxWorkerOptions) {
+    this.#opts = opts;
+    this.#now = opts.now ?? Date.now;
+    this.#sender = opts.sender ?? new WebhookSender({ timeoutMs: opts.timeoutMs, allowPrivateNetworks: opts.allowPrivateNetworks, userAgent: opts.userAgent, maxSockets: opts.maxConcurrency });
+  }
+
+  /** Cut short the POST in flight for a config that was deleted or replaced. */
+  abort(taskId: string, configId: string): void {
+    this.#busy.get(queueKey(taskId, configId))?.abort();
+  }
+
+  /** Start delivering (what a previous process left in the outbox included). */
+  start(): void {
+    this.#started = true;
+    const waiting = this.#opts.outbox.size();
+    if (waiting > 0) this.#opts.log.info({ waiting }, "push notifications waiting from before the restart");
+    this.kick();
+  }
+
+  /** Stop: in-flight POSTs are cut short and stay in the outbox for the next start. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    for (const controller of this.#busy.values()) controller.abort();
+    await Promise.allSettled([...this.#inflight]);
+    this.#sender.close();
+  }
+
+  /** Resolves when nothing is in flight (tests). */
+  async idle(): Promise<void> {
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  /**
+   * Starts what is due and arms the timer for what comes next. Runs from timers and microtasks, so it never
+   * throws: when the outbox cannot be read (the store is unavailable) it logs and tries again after
+   * A2A_PUSH_RETRY_INITIAL_SECONDS.
+   */
+  kick(): void {
+    if (!this.#started || this.#stopped) return;
+    try {
+      // Queues skipped this round because their host has A2A_PUSH_MAX_CONCURRENCY_PER_HOST POSTs in flight: they
+      // start when one of those ends (#attempt kicks), not from the timer.
+      const skipped = new Set<string>();
+      const exclude = { has: (key: string) => this.#busy.has(key) || skipped.has(key), size: 0 };
+      let free = this.#opts.maxConcurrency - this.#inflight.size;
+      for (let round = 0; free > 0 && round < 8; round++) {
+        exclude.size = this.#busy.size + skipped.size;
+        const due = this.#opts.outbox.due(this.#now(), free, exclude);
+        if (due.length === 0) break;
+        for (const delivery of due) {
+          const config = this.#opts.configs.get(delivery.taskId, delivery.configId);
+          const host = config === undefined ? undefined : hostKey(config.url);
+          if (host !== undefined && (this.#perHost.get(host) ?? 0) >= this.#opts.maxConcurrencyPerHost) {
+            skipped.add(queueKey(delivery.taskId, delivery.configId));
+            continue;
+          }
+          this.#attempt(delivery, config, host);
+          free--;
+        }
+      }
+      // The next wake-up: when the next queue head falls due (a slot freeing up kicks at once, see #attempt).
+      if (this.#inflight.size < this.#opts.maxConcurrency) {
+        exclude.size = this.#busy.size + skipped.size;
+        const next = this.#opts.outbox.nextDueAt(exclude);
+        if (next !== undefined) this.#wakeAt(next);
+      }
+      this.#storeFailures = 0;
+    } catch (error) {
+      this.#storeTrouble(error, "push outbox unavailable; trying again later");
+    }
+  }
+
+  /** The store failed under the worker: log, and try again after a backoff that grows while it keeps failing. */
+  #storeTrouble(error: unknown, message: string, taskId?: string): void {
+    this.#storeFailures++;
+    this.#opts.log.warn({ err: error instanceof Error ? error.message : String(error), ...(taskId === undefined ? {} : { taskId }) }, message);
+    this.#wakeAt(this.#now() + this.#backoff(this.#storeFailures));
+  }
+
+  #wakeAt(at: number): void {
+    if (this.#stopped || at >= this.#timerAt) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timerAt = Infinity;
+      this.kick();
+    }, Math.max(0, at - this.#now()));
+    this.#timer.unref();
+  }
+
+  #attempt(delivery: PushDelivery, config: PushConfig | undefined, host: string | undefined): void {
+    const key = queueKey(delivery.taskId, delivery.configId);
+    const controller = new AbortController();
+    this.#busy.set(key, controller);
+    if (host !== undefined) this.#perHost.set(host, (this.#perHost.get(host) ?? 0) + 1);
+    const settle = () => {
+      this.#busy.delete(key);
+      this.#inflight.delete(run);
+      if (host !== undefined) {
+        const n = (this.#perHost.get(host) ?? 1) - 1;
+        if (n === 0) this.#perHost.delete(host);
+        else this.#perHost.set(host, n);
+      }
+    };
+    const run = this.#deliver(delivery, config, controller.signal).then(
+      () => {
+        settle();
+        this.kick();
+      },
+      (error: unknown) => {
+        // The store failed around the POST: the entry stays queued; no immediate retry (it would spin).
+        settle();
+        this.#storeTrouble(error, "push delivery failed (store unavailable); trying again later", delivery.taskId);
+      },
+    );
+    this.#inflight.add(run);
+  }
+
+  async #deliver(delivery: PushDelivery, config: PushConfig | undefined, signal: AbortSignal): Promise<void> {
+    const m = this.#opts.metrics;
+    if (config === undefined) {
+      if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
+      return;
+    }
+    if (this.#now() - delivery.createdAt > this.#opts.maxAgeMs) {
+      if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "expired" });
+      this.#opts.log.warn({ taskId: delivery.taskId, configId: delivery.configId, attempts: delivery.attempts }, "push notification given up: older than A2A_PUSH_MAX_AGE_SECONDS");
+      return;
+    }
+    const headers: Record<string, string> = { "content-type": delivery.contentType };
+    if (config.token !== undefined) headers["x-a2a-notification-token"] = config.token;
+    const scheme = config.authentication?.schemes[0];
+    if (scheme !== undefined && config.authentication?.credentials !== undefined) headers.authorization = `${scheme} ${config.authentication.credentials}`;
+    const trace = deliveryTrace(delivery);
+    const span = trace === undefined ? undefined : beginCall(trace, "push notification", { "http.request.method": "POST", "url.full": redactedUrl(config.url), "a2a.task.id": delivery.taskId });
+    if (trace !== undefined) Object.assign(headers, traceHeaders(trace, span));
+    const verdict: SendVerdict = await this.#sender.send({ url: config.url, body: delivery.body, headers }, signal);
+    span?.end(verdict.kind === "delivered" ? undefined : verdict.reason, "status" in verdict && verdict.status !== undefined ? { "http.response.status_code": verdict.status } : undefined);
+    // Cut short by stop() (it stays queued as it was) or by a delete / replace of its config (already dropped).
+    if (signal.aborted) return;
+    const attempts = delivery.attempts + 1;
+    const where = { taskId: delivery.taskId, configId: delivery.configId, attempts, ...(trace === undefined ? {} : traceFields(trace)) };
+    m.pushAttempts.inc({ outcome: verdict.kind === "reject" ? "rejected" : verdict.kind });
+    if (verdict.kind === "retry" && attempts < this.#opts.maxAttempts) {
+      const delay = Math.min(this.#opts.retryMaxMs, verdict.retryAfterMs ?? this.#backoff(attempts));
+      this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason);
+      this.#opts.log.debug({ ...where, reason: verdict.reason, retryInMs: delay }, "push notification will be retried");
+      return;
+    }
+    // Done with it: delivered, refused by the receiver, or out of attempts. (Not counted when its config was deleted
+    // meanwhile: the delete counted it as dropped.)
+    if (this.#opts.outbox.remove(delivery.id)) {
+      m.pushFinished.inc({ outcome: verdict.kind === "delivered" ? "delivered" : verdict.kind === "reject" ? "rejected" : "expired" });
+    }
+    if (verdict.kind === "delivered") this.#opts.log.debug({ ...where, status: verdict.status }, "push notification delivered");
+    else if (verdict.kind === "reject") this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification rejected; not retried");
+    else this.#opts.log.warn({ ...where, reason: verdict.reason }, "push notification given up after A2A_PUSH_MAX_ATTEMPTS attempts");
+  }
+
+  /** Exponential, with equal jitter: between half and all of initial · 2^(attempts−1), capped. */
+  #backoff(attempts: number): number {
+    return backoffMs(attempts - 1, this.#opts.retryInitialMs, this.#opts.retryMaxMs, this.#opts.random);
+  }
+}
+
+/** The host a config's POSTs go to, as the per-host limit counts them (host:port). */
+function hostKey(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}
+
+/** The trace context a queued notification was stored with (its `traceparent` names the parent span). */
+function deliveryTrace(delivery: PushDelivery): TraceContext | undefined {
+  const parent = parseTraceparent(delivery.traceparent);
+  return parent === undefined ? undefined : new TraceContext(parent.traceId, parent.spanId, parent.sampled, delivery.tracestate, undefined);
+}
+
+/** A webhook URL for a span attribute: no credentials, no query (tokens travel there). */
+function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "";
+  }
+}
