@@ -79,7 +79,7 @@ export class Router {
   private readonly byOperation = new Map<string, Route>();
 
   constructor(operations: Operation[]) {
-    for (const op of operations) this.add(op.method, op.path, op.operationId, undefined);
+    for (const op of operations) this.byOperation.set(op.operationId, this.add(op.method, op.path, undefined));
   }
 
   /** Serves the snapshot's operation `operationId`. */
@@ -92,7 +92,7 @@ export class Router {
 
   /** A route the real server's document does not list (`GET /doc` itself, the stub's own controls). */
   extra(method: string, path: string, handler: Handler): void {
-    this.add(method, path, `${method} ${path}`, handler);
+    this.add(method, path, handler);
   }
 
   /**
@@ -122,13 +122,13 @@ export class Router {
     return undefined;
   }
 
-  private add(method: string, path: string, operationId: string, handler: Handler | undefined): void {
+  private add(method: string, path: string, handler: Handler | undefined): Route {
     const segments = path.split("/").map((s): Segment => (/^\{[^}]+\}$/.test(s) ? { param: s.slice(1, -1) } : { text: s }));
     const route: Route = { segments, rank: segments.map((s) => ("param" in s ? "1" : "0")).join(""), handler };
     const routes = this.byMethod.get(method) ?? [];
     routes.push(route);
     routes.sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
     this.byMethod.set(method, routes);
-    this.byOperation.set(operationId, route);
+    return route;
   }
 }
