@@ -1,14 +1,11 @@
-// `opencode-a2a keys`: manage the credentials file (A2A_CREDENTIALS_FILE). `create` generates a secret, appends the
-// credential with only the secret's SHA-256 hash and prints the secret once on stdout; `list`, `revoke` and `delete`
-// never see a secret. Every change runs under an exclusive lock (<file>.lock), validates the file before and after
-// with the gateway's own loader, and replaces the file atomically (temp file with mode 0600, fsync, rename).
-import { randomBytes } from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
+// `opencode-a2a keys`: the command layer over the credentials file (A2A_CREDENTIALS_FILE): options, checks and
+// output. `create` has the store (../auth/key-store.ts) append the credential with only the secret's SHA-256 hash
+// and prints the secret once on stdout; `list`, `revoke` and `delete` never see a secret.
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { CREDENTIAL_ID, CredentialError, ENV_TOKEN_ID, generateSecret, KEY_PREFIX, loadCredentials, readCredentialsFile, SCHEMES, secretHash, type CredentialEntry } from "../auth/credentials.js";
+import { CREDENTIAL_ID, CredentialError, ENV_TOKEN_ID, KEY_PREFIX, SCHEMES, type CredentialEntry } from "../auth/credentials.js";
 import type { Scheme } from "../auth/index.js";
+import { addKey, deleteKey, KeyStoreError, readKeys, revokeKey } from "../auth/key-store.js";
 import { catalog as defaultCatalog, type AccessControl } from "../contract/catalog.js";
 
 export interface KeysIO {
@@ -38,8 +35,6 @@ const failure = (message: string) => new CliError(message, 1);
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const DURATION = /^(\d+)(s|m|h|d|w)$/;
 const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-const LOCK_STALE_MS = 30_000;
-const LOCK_WAIT_MS = 15_000;
 
 export function keysUsage(access: AccessControl = defaultCatalog.access_control): string {
   const levels = access.trust_levels.map((l) => `  ${l.name.padEnd(12)}${l.description}`).join("\n");
@@ -165,6 +160,10 @@ export async function keysCommand(argv: string[], io: KeysIO = {}): Promise<numb
       if (e.code === 2) err(`Run \`opencode-a2a keys --help\` for the options.\n`);
       return e.code;
     }
+    if (e instanceof KeyStoreError) {
+      err(`opencode-a2a keys: ${e.message}\n`);
+      return 1;
+    }
     if (e instanceof CredentialError) {
       err(`opencode-a2a keys: ${e.message}\nNothing was written.\n`);
       return 1;
@@ -287,23 +286,8 @@ async function create(v: CreateValues, ctx: Ctx): Promise<void> {
   const { entry, user } = buildEntry(v, ctx);
   const taken = envIds(ctx);
   if (v.id !== undefined && taken.has(v.id)) throw failure(`credential id ${JSON.stringify(v.id)} is already used by A2A_CREDENTIALS`);
-  ensureDirectory(path.dirname(file));
-  let secret = "";
-  await withLock(file, () =>
-    change(file, ctx, (entries) => {
-      const ids = new Set([...taken, ...entries.map((e) => (e as { id?: unknown }).id).filter((id): id is string => typeof id === "string")]);
-      if (v.id !== undefined) {
-        if (ids.has(v.id)) throw failure(`credential id ${JSON.stringify(v.id)} already exists in ${file}`);
-      } else {
-        do entry.id = `key_${randomBytes(4).toString("hex")}`;
-        while (ids.has(entry.id));
-      }
-      secret = user === undefined ? generateSecret() : `${user}:${generateSecret()}`;
-      // Field order as shown in the file: the hash goes where the secret would be.
-      const { id, principal, scheme, trust_level, ...more } = entry;
-      return [...entries, { id, principal, scheme, secret_hash: secretHash(secret), trust_level, ...more }];
-    }),
-  );
+  const { id, secret } = await addKey(file, ctx.access, entry, { user, reserved: taken });
+  entry.id = id;
   const password = user === undefined ? undefined : secret.slice(user.length + 1);
   if (v.json) {
     ctx.out(
@@ -355,7 +339,7 @@ interface ListRow {
 
 function list(v: { file?: string | undefined; json?: boolean | undefined }, ctx: Ctx): void {
   const file = credentialsFile(v, ctx);
-  const entries = readValid(file, ctx);
+  const entries = readKeys(file, ctx.access);
   const rows: ListRow[] = entries.map((raw) => {
     const e = raw as CredentialEntry & { created_at?: string; description?: string };
     return {
@@ -403,24 +387,7 @@ async function removeOrRevoke(command: "revoke" | "delete", v: { file?: string |
   const file = credentialsFile(v, ctx);
   if (v.id === undefined || v.id === "") throw usage(`keys ${command} needs --id ID (see \`opencode-a2a keys list\`)`);
   const id = v.id;
-  if (lstatOrUndefined(file) === undefined) throw failure(`no credential with id ${JSON.stringify(id)}: ${file} does not exist`);
-  let changed = true;
-  let enabledLeft = 0;
-  await withLock(file, () =>
-    change(file, ctx, (entries) => {
-      const index = entries.findIndex((e) => (e as { id?: unknown }).id === id);
-      if (index < 0) throw failure(`no credential with id ${JSON.stringify(id)} in ${file}`);
-      let next: unknown[];
-      if (command === "delete") next = entries.filter((_, i) => i !== index);
-      else {
-        const current = entries[index] as Record<string, unknown>;
-        changed = current.enabled !== false;
-        next = entries.map((e, i) => (i === index ? { ...current, enabled: false } : e));
-      }
-      enabledLeft = next.filter((e) => (e as { enabled?: unknown }).enabled !== false).length;
-      return changed ? next : null;
-    }),
-  );
+  const { changed, enabledLeft } = await (command === "delete" ? deleteKey : revokeKey)(file, ctx.access, id);
   if (v.json) {
     ctx.out(`${JSON.stringify(command === "delete" ? { id, deleted: true, file } : { id, enabled: false, changed, file })}\n`);
   } else if (command === "delete") ctx.out(`Deleted credential ${id} from ${file}\n`);
@@ -428,154 +395,4 @@ async function removeOrRevoke(command: "revoke" | "delete", v: { file?: string |
   else ctx.out(`Revoked credential ${id} in ${file} (a running gateway refuses it within about a second)\n`);
   if (enabledLeft === 0 && changed && !v.json)
     ctx.out(`Note: no enabled credential is left in ${file}; the gateway needs A2A_BEARER_TOKEN or A2A_CREDENTIALS to start.\n`);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// the file
-
-function lstatOrUndefined(file: string): fs.Stats | undefined {
-  try {
-    return fs.lstatSync(file);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw e;
-  }
-}
-
-function ensureDirectory(dir: string): void {
-  const st = lstatOrUndefined(dir);
-  if (st === undefined) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  else if (!fs.statSync(dir).isDirectory()) throw failure(`${dir} is not a directory`);
-}
-
-/** Reads and validates the file with the gateway's loader (a missing file is empty). */
-function readValid(file: string, ctx: Ctx): unknown[] {
-  const entries = readCredentialsFile(file);
-  loadCredentials(entries, file, ctx.access);
-  return entries;
-}
-
-/**
- * Under the lock: refuse a symlink or non-regular file, validate the current content, apply `edit` (null = nothing
- * to write), validate the result, and replace the file atomically.
- */
-function change(file: string, ctx: Ctx, edit: (entries: unknown[]) => unknown[] | null): void {
-  const st = lstatOrUndefined(file);
-  if (st?.isSymbolicLink()) throw failure(`${file} is a symbolic link; refusing to write through it (point --file at the real file)`);
-  if (st !== undefined && !st.isFile()) throw failure(`${file} is not a regular file`);
-  let entries: unknown[];
-  try {
-    entries = st === undefined ? [] : readValid(file, ctx);
-  } catch (e) {
-    if (e instanceof CredentialError) throw failure(`${file} does not load; fix it first:\n${e.problems.map((p) => `  - ${p}`).join("\n")}\nNothing was written.`);
-    throw e;
-  }
-  const next = edit(entries);
-  if (next === null) return;
-  try {
-    loadCredentials(next, file, ctx.access);
-  } catch (e) {
-    if (e instanceof CredentialError) throw failure(`the changed file would not load:\n${e.problems.map((p) => `  - ${p}`).join("\n")}\nNothing was written.`);
-    throw e;
-  }
-  writeAtomically(file, `${JSON.stringify(next, null, 2)}\n`, st);
-}
-
-function writeAtomically(file: string, text: string, previous: fs.Stats | undefined): void {
-  const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
-  const fd = fs.openSync(tmp, "wx", 0o600);
-  try {
-    fs.fchmodSync(fd, 0o600); // whatever the umask
-    // Run as root on a file owned by the gateway's user: keep the owner, or the gateway could no longer read it.
-    if (previous !== undefined && process.getuid?.() === 0 && (previous.uid !== 0 || previous.gid !== 0)) fs.fchownSync(fd, previous.uid, previous.gid);
-    fs.writeFileSync(fd, text);
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-    fs.renameSync(tmp, file);
-  } catch (e) {
-    try {
-      fs.closeSync(fd);
-    } catch {
-      // already closed
-    }
-    fs.rmSync(tmp, { force: true });
-    throw e;
-  }
-  // Make the rename itself durable (best effort: not every platform can fsync a directory).
-  try {
-    const dfd = fs.openSync(dir, "r");
-    try {
-      fs.fsyncSync(dfd);
-    } finally {
-      fs.closeSync(dfd);
-    }
-  } catch {
-    // ignore
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Exclusive `<file>.lock` (O_CREAT|O_EXCL), retried for a while; a lock older than 30 s is taken over. */
-async function withLock<T>(file: string, fn: () => T): Promise<T> {
-  const lock = `${file}.lock`;
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  let fd: number | undefined;
-  for (;;) {
-    try {
-      fd = fs.openSync(lock, "wx", 0o600);
-      break;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-    breakStaleLock(lock);
-    if (Date.now() > deadline)
-      throw failure(`${lock} is held by another \`keys\` command; if none is running, remove the lock file (it is taken over after ${LOCK_STALE_MS / 1000} s)`);
-    await sleep(10 + Math.floor(Math.random() * 40));
-  }
-  const mine = fs.fstatSync(fd).ino;
-  try {
-    try {
-      fs.writeFileSync(fd, `${process.pid} ${os.hostname()} ${new Date().toISOString()}\n`);
-    } finally {
-      fs.closeSync(fd);
-    }
-    return fn();
-  } finally {
-    try {
-      if (fs.lstatSync(lock).ino === mine) fs.unlinkSync(lock);
-    } catch {
-      // gone already
-    }
-  }
-}
-
-function breakStaleLock(lock: string): void {
-  let st: fs.Stats;
-  try {
-    st = fs.lstatSync(lock);
-  } catch {
-    return;
-  }
-  if (Date.now() - st.mtimeMs < LOCK_STALE_MS) return;
-  // Move it aside first, so two processes breaking the same stale lock cannot remove a fresh one.
-  const aside = `${lock}.stale.${process.pid}.${randomBytes(4).toString("hex")}`;
-  try {
-    fs.renameSync(lock, aside);
-  } catch {
-    return;
-  }
-  try {
-    if (fs.lstatSync(aside).ino !== st.ino) {
-      // Someone took the lock between our stat and rename: give it back (fails harmlessly if a third one holds it).
-      try {
-        fs.linkSync(aside, lock);
-      } catch {
-        // ignore
-      }
-    }
-  } finally {
-    fs.rmSync(aside, { force: true });
-  }
 }
