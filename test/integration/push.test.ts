@@ -12,7 +12,6 @@ import os from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { codecFor } from "../../src/protocol/codec/index.js";
 import { catalog, expectValid, wireContractOf } from "../support/contract.js";
 import { call, rpc, TEST_TOKEN } from "../support/gateway.js";
 import {
@@ -24,6 +23,7 @@ import {
   MODES,
   openStream,
   restPrefix,
+  schemasOf,
   sendParams,
   stateOf,
   taskOfSend,
@@ -256,11 +256,9 @@ async function ok(m: Mode, res: Reply): Promise<any> {
   return res.body;
 }
 
-const schemasOfMode = (m: Mode) => codecFor(m.line, m.transport).schemas;
-
 /** A config answer checked against the mode's schema, flattened to one shape for the assertions. */
 async function configOf(m: Mode, result: any): Promise<{ taskId: string; id: string; url: string; token?: string; scheme?: string; credentials?: string }> {
-  await expectValid(schemasOfMode(m).pushConfig, result);
+  await expectValid(schemasOf(m).pushConfig, result);
   if (m.line === "1.0") {
     return { taskId: result.taskId, id: result.id, url: result.url, token: result.token, scheme: result.authentication?.scheme, credentials: result.authentication?.credentials };
   }
@@ -282,7 +280,7 @@ async function configsOf(m: Mode, result: any): Promise<Awaited<ReturnType<typeo
     expect(Array.isArray(result), JSON.stringify(result)).toBe(true);
     items = result;
   } else {
-    await expectValid(schemasOfMode(m).pushConfigList, result);
+    await expectValid(schemasOf(m).pushConfigList, result);
     expect(result.nextPageToken).toBe("");
     items = result.configs;
   }

@@ -2,6 +2,7 @@
 // (0.3/1.0 × JSON-RPC/REST), request builders, per-mode invocation and unwrapping, schema checks, SSE reading.
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
+import { SCHEMAS } from "./codec-client.js";
 import { expectRestError, expectRpcError, expectValid } from "./contract.js";
 import { bearer, call, rpc, type HttpResult } from "./gateway.js";
 export type Line = "0.3" | "1.0";
@@ -19,12 +20,7 @@ export const MODES: Mode[] = [
 export const RPC_MODES = MODES.filter((m) => m.transport === "jsonrpc");
 export const REST_MODES = MODES.filter((m) => m.transport === "rest");
 
-/** Generated schema ids of what each wire dialect answers. */
-export const SCHEMAS = {
-  "0.3": { send: "v0_3/SendMessageResult", task: "v0_3/Task", event: "v0_3/StreamEvent", list: "v0_3/ListTasksResult" },
-  "0.3-rest": { send: "v0_3_rest/SendMessageResponse", task: "v0_3_rest/Task", event: "v0_3_rest/StreamResponse", list: "v0_3_rest/ListTasksResponse" },
-  "1.0": { send: "v1_0/SendMessageResponse", task: "v1_0/Task", event: "v1_0/StreamResponse", list: "v1_0/ListTasksResponse" },
-} as const;
+export { SCHEMAS };
 export type SchemaKind = keyof (typeof SCHEMAS)["1.0"];
 export const schemasOf = (m: Mode) => SCHEMAS[m.line === "1.0" ? "1.0" : m.transport === "rest" ? "0.3-rest" : "0.3"];
 

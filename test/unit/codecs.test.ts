@@ -3,12 +3,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Compile } from "typebox/schema";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { generatedDir } from "../../src/contract/catalog.js";
 import { A2AError } from "../../src/contract/errors.js";
 import { validate } from "../../src/contract/validate.js";
 import { CODECS, codecFor, v0_3, v0_3Rest, v1_0, type Codec } from "../../src/protocol/codec/index.js";
 import type { Message, Part, PushConfig, SendParams, StreamEvent, Task } from "../../src/protocol/model.js";
+import { clientSide, preloadRequestSchemas, requestSchema, SCHEMAS, validRequest, withClient } from "../support/codec-client.js";
 
 const T0 = "2026-01-02T03:04:05.678Z";
 const T1 = "2026-01-02T03:05:00.000Z";
@@ -143,12 +144,14 @@ function expectField(fn: () => unknown, field: string): void {
   expect(err.message).toContain(field);
 }
 
-const codecs = Object.values(CODECS);
+const codecs = Object.values(CODECS).map(withClient);
+
+beforeAll(preloadRequestSchemas);
 
 describe.each(codecs.map((c) => [c.wire, c] as const))("codec %s", (_wire, codec) => {
   it("Task round-trips (history, artifacts, status message) and validates", async () => {
     const wire = codec.task(task);
-    await expectSchema(codec.schemas.task, wire);
+    await expectSchema(SCHEMAS[codec.wire].task, wire);
     expect(codec.decodeTask(viaJson(wire))).toEqual(representable(codec, task));
   });
 
@@ -156,7 +159,7 @@ describe.each(codecs.map((c) => [c.wire, c] as const))("codec %s", (_wire, codec
     for (const p of parts) {
       const m = msg("m-x", "user", [p]);
       const wire = codec.message(m);
-      await expectSchema(codec.schemas.message, wire);
+      await expectSchema(SCHEMAS[codec.wire].message, wire);
       expect(codec.decodeMessage(viaJson(wire))).toEqual(representable(codec, m));
     }
   });
@@ -164,7 +167,7 @@ describe.each(codecs.map((c) => [c.wire, c] as const))("codec %s", (_wire, codec
   it("send results round-trip and validate", async () => {
     for (const r of [{ kind: "task" as const, task }, { kind: "message" as const, message: msg("m-r", "agent") }]) {
       const wire = codec.sendResult(r);
-      await expectSchema(codec.schemas.sendResult, wire);
+      await expectSchema(SCHEMAS[codec.wire].send, wire);
       expect(codec.decodeSendResult(viaJson(wire))).toEqual(representable(codec, r));
     }
   });
@@ -172,25 +175,25 @@ describe.each(codecs.map((c) => [c.wire, c] as const))("codec %s", (_wire, codec
   it("stream events round-trip and validate", async () => {
     for (const e of events) {
       const wire = codec.streamEvent(e);
-      await expectSchema(codec.schemas.streamEvent, wire);
+      await expectSchema(SCHEMAS[codec.wire].event, wire);
       expect(codec.decodeStreamEvent(viaJson(wire))).toEqual(representable(codec, e));
     }
   });
 
   it("push configs round-trip and validate (single, list, delete)", async () => {
     const wire = codec.pushConfig(pushConfig);
-    await expectSchema(codec.schemas.pushConfig, wire);
+    await expectSchema(SCHEMAS[codec.wire].pushConfig, wire);
     expect(codec.decodePushConfig(viaJson(wire))).toEqual(pushConfig);
     const list = codec.pushConfigList([pushConfig, { ...pushConfig, id: "p-2", authentication: undefined }]);
-    if (codec.wire === "0.3") for (const item of list as unknown[]) await expectSchema(codec.schemas.pushConfigList, item);
-    else await expectSchema(codec.schemas.pushConfigList, list);
+    if (codec.wire === "0.3") for (const item of list as unknown[]) await expectSchema(SCHEMAS[codec.wire].pushConfigList, item);
+    else await expectSchema(SCHEMAS[codec.wire].pushConfigList, list);
     if (codec.wire === "0.3") expect(codec.pushConfigDeleted()).toBeNull();
     else await expectSchema(codec.wire === "1.0" ? "v1_0/Empty" : "v0_3_rest/Empty", codec.pushConfigDeleted());
   });
 
   it("send params round-trip and validate; snake_case input decodes the same", async () => {
     const wire = codec.sendParams(sendParams);
-    await expectSchema(codec.schemas.sendParams, wire);
+    await expectSchema(requestSchema(codec.wire, "send"), wire);
     const expected = representable(codec, sendParams);
     expect(codec.decodeSendParams(viaJson(wire))).toEqual(expected);
     const snaked = snake(wire) as Record<string, any>;
@@ -223,7 +226,7 @@ describe.each(codecs.map((c) => [c.wire, c] as const))("codec %s", (_wire, codec
   it("list results validate; artifacts left out unless asked, history trimmed", async () => {
     const page = { tasks: [task, { ...task, id: "t-2" }], totalSize: 5, pageSize: 2, offset: 0, nextPageToken: "tok-2" };
     const wire = codec.listResult(page, { historyLength: 1 }) as { tasks: Record<string, any>[] };
-    await expectSchema(codec.schemas.listResult, wire);
+    await expectSchema(SCHEMAS[codec.wire].list, wire);
     expect(wire.tasks).toHaveLength(2);
     expect(wire.tasks[0]!.artifacts).toBeUndefined();
     expect(wire.tasks[0]!.history).toHaveLength(1);
@@ -251,8 +254,9 @@ describe.each(codecs.map((c) => [c.wire, c] as const))("codec %s", (_wire, codec
     expectField(() => codec.decodeSendParams(withMessage({ messageId: "" })), "message.messageId");
     expectField(() => codec.decodeSendParams(withMessage({ messageId: undefined })), "message.messageId");
     expectField(() => codec.decodeSendParams({ ...good, message: undefined }), "message");
-    expectField(() => codec.decodeSendParams({ ...good, metadata: "x" }), "metadata");
-    expectField(() => codec.decodeSendParams({ ...good, configuration: { history_length: -2 } }), "configuration.historyLength");
+    // Checked by the generated validator the transport runs first (the codec takes the request's types as given).
+    expectField(() => codec.decodeSendParams(validRequest(codec, "send", { ...good, metadata: "x" })), "metadata");
+    expectField(() => codec.decodeSendParams(validRequest(codec, "send", { ...good, configuration: { history_length: -2 } })), "configuration.historyLength");
     const badTask = { ...(codec.task(task) as Record<string, any>) };
     badTask.status = { ...badTask.status, state: "paused" };
     expectField(() => codec.decodeTask(badTask), "status.state");
@@ -316,7 +320,7 @@ describe("0.3 JSON-RPC specifics", () => {
     expect(v0_3.decodePushConfigRef({ id: "t", push_notification_config_id: "p" })).toEqual({ taskId: "t", id: "p" });
     expect(v0_3.decodePushConfigRef({ id: "t" })).toEqual({ taskId: "t" });
     expectField(() => v0_3.decodePushConfig({ taskId: "t", pushNotificationConfig: { url: "ftp://h/x" } }), "pushNotificationConfig.url");
-    expectField(() => v0_3.decodePushConfig({ taskId: "t" }), "pushNotificationConfig");
+    expectField(() => v0_3.decodePushConfig(validRequest(v0_3, "push.set", { taskId: "t" })), "pushNotificationConfig");
   });
 
   it("the reference's wire example decodes", async () => {
@@ -327,6 +331,8 @@ describe("0.3 JSON-RPC specifics", () => {
 });
 
 describe("0.3 REST specifics", () => {
+  const rest = clientSide(v0_3Rest);
+
   it("content instead of parts, ROLE_*, TASK_STATE_CANCELLED, nested data, fileWith*", () => {
     const m = v0_3Rest.message(msg("m", "agent")) as Record<string, any>;
     expect(m.parts).toBeUndefined();
@@ -340,16 +346,16 @@ describe("0.3 REST specifics", () => {
     ]);
     const su = v0_3Rest.streamEvent(events[3]!) as Record<string, any>;
     expect(su).toEqual({ statusUpdate: { taskId: "t-1", contextId: "c-1", status: { state: "TASK_STATE_CANCELLED", timestamp: T1 }, final: true } });
-    expect(v0_3Rest.decodeTask({ id: "t", contextId: "c", status: { state: "TASK_STATE_UNSPECIFIED", timestamp: T0 } }).status.state).toBe("unknown");
-    expectField(() => v0_3Rest.decodeTask({ id: "t", contextId: "c", status: { state: "TASK_STATE_CANCELED" } }), "status.state");
+    expect(rest.decodeTask({ id: "t", contextId: "c", status: { state: "TASK_STATE_UNSPECIFIED", timestamp: T0 } }).status.state).toBe("unknown");
+    expectField(() => rest.decodeTask({ id: "t", contextId: "c", status: { state: "TASK_STATE_CANCELED" } }), "status.state");
   });
 
   it("proto field names whose json_name differs are accepted (request, msg, update) and enum numbers", () => {
     const m = v0_3Rest.message(msg("m", "user"));
-    expect(v0_3Rest.decodeSendParams({ request: m }).message.messageId).toBe("m");
-    const r = v0_3Rest.decodeSendResult({ msg: m });
+    expect(v0_3Rest.decodeSendParams(validRequest(v0_3Rest, "send", { request: m })).message.messageId).toBe("m");
+    const r = rest.decodeSendResult({ msg: m });
     expect(r.kind).toBe("message");
-    const t = v0_3Rest.decodeTask({ id: "t", context_id: "c", status: { state: 5, update: m, timestamp: T0 } });
+    const t = rest.decodeTask({ id: "t", context_id: "c", status: { state: 5, update: m, timestamp: T0 } });
     expect(t.status.state).toBe("canceled");
     expect(t.status.message?.messageId).toBe("m");
     expect(v0_3Rest.decodeMessage({ message_id: "x", role: 1, content: [{ text: "hi" }] }).role).toBe("user");
@@ -395,6 +401,8 @@ describe("0.3 REST specifics", () => {
 });
 
 describe("1.0 specifics", () => {
+  const client = clientSide(v1_0);
+
   it("oneof parts: text | raw | url | data with mediaType/filename", () => {
     const m = v1_0.message(msg("m", "user")) as Record<string, any>;
     expect(m.role).toBe("ROLE_USER");
@@ -415,17 +423,17 @@ describe("1.0 specifics", () => {
     expect(Object.keys(v1_0.sendResult({ kind: "message", message: msg("m", "agent") }) as object)).toEqual(["message"]);
     const su = v1_0.streamEvent(events[3]!) as Record<string, any>;
     expect(su).toEqual({ statusUpdate: { taskId: "t-1", contextId: "c-1", status: { state: "TASK_STATE_CANCELED", timestamp: T1 } } });
-    const working = v1_0.decodeStreamEvent({ statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_INPUT_REQUIRED" } } });
+    const working = client.decodeStreamEvent({ statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_INPUT_REQUIRED" } } });
     expect(working).toMatchObject({ kind: "status-update", final: false, status: { state: "input-required" } });
     expect(v1_0.task({ ...task, status: { state: "unknown", timestamp: T0 } })).toMatchObject({ status: { state: "TASK_STATE_UNSPECIFIED" } });
-    expectField(() => v1_0.decodeTask({ id: "t", status: { state: "TASK_STATE_CANCELLED" } }), "status.state");
-    expectField(() => v1_0.decodeStreamEvent({ task: v1_0.task(task), message: v1_0.message(msg("m", "agent")) }), "(root)");
+    expectField(() => client.decodeTask({ id: "t", status: { state: "TASK_STATE_CANCELLED" } }), "status.state");
+    expectField(() => client.decodeStreamEvent({ task: v1_0.task(task), message: v1_0.message(msg("m", "agent")) }), "(root)");
   });
 
   it("returnImmediately is blocking inverted; taskPushNotificationConfig is flat with one scheme", () => {
     expect(v1_0.decodeSendParams({ message: v1_0.message(msg("m", "user")), configuration: { return_immediately: true } }).configuration).toEqual({ blocking: false });
     expect(v1_0.decodeSendParams({ message: v1_0.message(msg("m", "user")), configuration: { returnImmediately: false } }).configuration).toEqual({ blocking: true });
-    const wire = v1_0.sendParams(sendParams) as Record<string, any>;
+    const wire = client.sendParams(sendParams) as Record<string, any>;
     expect(wire.configuration).toEqual({
       acceptedOutputModes: ["text/plain"],
       taskPushNotificationConfig: { url: "https://hooks.example.com/x", token: "t", authentication: { scheme: "Bearer" } },
@@ -441,7 +449,7 @@ describe("1.0 specifics", () => {
     });
     expect(v1_0.decodePushConfig({ url: "https://h/x", tenant: "ignored" }, "t-from-path")).toEqual({ taskId: "t-from-path", url: "https://h/x" });
     expectField(() => v1_0.decodePushConfig({ url: "https://h/x" }), "taskId");
-    expectField(() => v1_0.decodePushConfig({ taskId: "t", url: "https://h/x", authentication: { credentials: "c" } }), "authentication.scheme");
+    expectField(() => v1_0.decodePushConfig(validRequest(v1_0, "push.set", { taskId: "t", url: "https://h/x", authentication: { credentials: "c" } })), "authentication.scheme");
     expect(v1_0.decodePushConfigRef({ task_id: "t", id: "p" })).toEqual({ taskId: "t", id: "p" });
   });
 

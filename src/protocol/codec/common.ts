@@ -1,10 +1,12 @@
-// Shared pieces of the protocol codecs: the Codec interface every line implements, the typed readers the decoders
-// use (each failure is an INVALID_PARAMS A2AError naming the offending field, in the dotted form of
-// src/contract/validate.ts, e.g. `message.parts.0.file`), and the line-neutral task view (history / artifacts).
+// Shared pieces of the protocol codecs: the Codec interface, the typed readers the decoders use where a request
+// reaches them unvalidated (REST path and query parameters, the message of tasks/provideInputAndContinue) or where
+// the generated schemas cannot say it (non-empty, base64, http(s) URLs, exactly one of). Each failure is an
+// INVALID_PARAMS A2AError naming the offending field in the dotted form of src/contract/validate.ts (e.g.
+// `message.parts.0.file`). Also the line-neutral task view (history / artifacts).
 import { isObject, type Obj } from "../../util/object.js";
 import { A2AError } from "../../contract/errors.js";
 import { camelizeKeys } from "../keys.js";
-import type { ListParams, Message, Metadata, PushConfig, SendParams, SendResult, StreamEvent, Task, TaskState } from "../model.js";
+import type { ListParams, Message, Metadata, PushConfig, SendParams, SendResult, StreamEvent, Task } from "../model.js";
 
 /** The three wire dialects: 0.3 JSON-RPC, 0.3 HTTP+JSON (0.3 proto ProtoJSON), 1.0 (ProtoJSON on every binding). */
 export type WireLine = "0.3" | "0.3-rest" | "1.0";
@@ -53,24 +55,6 @@ export interface TaskIdParams {
   metadata?: Metadata;
 }
 
-/** Generated JSON Schema ids (`validate(id, value)`) of what each encoder emits / each decoder accepts. */
-export interface CodecSchemas {
-  task: string;
-  message: string;
-  sendParams: string;
-  sendResult: string;
-  streamEvent: string;
-  listResult: string;
-  pushConfig: string;
-  pushConfigList: string;
-}
-
-/**
- * One protocol dialect over the internal model (src/protocol/model.ts). Decoders accept camelCase and snake_case
- * keys (metadata and data values are left untouched), treat ProtoJSON `null` as absent, and throw INVALID_PARAMS
- * naming the field. REST transports merge path and query parameters into the object they pass in (query values
- * may be strings: integers and booleans are coerced).
- */
 /** Where a dialect carries a push config's fields, for the INVALID_PARAMS errors that name them. */
 export interface PushFields {
   /** The config object of a set request ("" when its fields are the request's own, as in 1.0). */
@@ -83,20 +67,17 @@ export interface PushFields {
   scheme(i: number): string;
 }
 
-const schemesAt = (i: number): string => `authentication.schemes[${i}]`;
-
-export const PUSH_FIELDS = {
-  "0.3": { config: "pushNotificationConfig", send: "configuration.pushNotificationConfig", configId: "pushNotificationConfigId", scheme: schemesAt },
-  "0.3-rest": { config: "pushNotificationConfig", send: "configuration.pushNotification", configId: "configId", scheme: schemesAt },
-  "1.0": { config: "", send: "configuration.taskPushNotificationConfig", configId: "id", scheme: () => "authentication.scheme" },
-} as const satisfies Record<WireLine, PushFields>;
-
+/**
+ * One protocol dialect over the internal model (src/protocol/model.ts), in the server's direction: it decodes
+ * requests and encodes answers. Decoders accept camelCase and snake_case keys (metadata and data values are left
+ * untouched) and throw INVALID_PARAMS naming the field. REST transports merge path and query parameters into the
+ * object they pass in (query values may be strings: integers and booleans are coerced).
+ */
 export interface Codec {
   readonly wire: WireLine;
-  readonly schemas: CodecSchemas;
   readonly pushFields: PushFields;
 
-  // ---- requests (server side)
+  // ---- requests
   /** message/send, message/stream, SendMessage, SendStreamingMessage, REST `message:send` / `message:stream` bodies. */
   decodeSendParams(raw: unknown): SendParams;
   decodeMessage(raw: unknown, field?: string): Message;
@@ -111,7 +92,7 @@ export interface Codec {
   /** get / delete / list push config params (REST: the path parameters). */
   decodePushConfigRef(raw: unknown): PushConfigRef;
 
-  // ---- responses (server side)
+  // ---- answers
   task(task: Task, view?: TaskView): unknown;
   message(message: Message): unknown;
   sendResult(result: SendResult, view?: TaskView): unknown;
@@ -121,12 +102,6 @@ export interface Codec {
   pushConfigList(configs: PushConfig[]): unknown;
   /** Result of a push config delete: 0.3 JSON-RPC `null`, otherwise `{}` (google.protobuf.Empty). */
   pushConfigDeleted(): unknown;
-
-  // ---- the other direction (outbound client, round trips)
-  sendParams(params: SendParams): unknown;
-  decodeTask(raw: unknown, field?: string): Task;
-  decodeSendResult(raw: unknown): SendResult;
-  decodeStreamEvent(raw: unknown): StreamEvent;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -280,13 +255,6 @@ export function iso(ts: string): string {
   return Number.isNaN(t) ? ts : new Date(t).toISOString();
 }
 
-/** The enum member whose wire name (or ProtoJSON integer) is `v`, else INVALID_PARAMS listing the allowed names. */
-export function enumValue<T>(table: readonly (readonly [T, string])[], v: unknown, field: string, what: string): T {
-  const hit = typeof v === "number" ? table[v] : table.find(([, name]) => name === v);
-  if (hit === undefined) throw invalid(field, `must be a ${what} (${table.map(([, n]) => n).join(", ")})`);
-  return hit[0];
-}
-
 /** Drops undefined members so encoders never emit `key: undefined`. */
 export function compact<const T extends Obj>(o: T): T {
   // A copy rather than `delete`, which would turn the object into a slow dictionary for the JSON serializer.
@@ -301,6 +269,17 @@ export function compact<const T extends Obj>(o: T): T {
   const out: Obj = {};
   for (const k in o) if (o[k] !== undefined) out[k] = o[k];
   return out as T;
+}
+
+/**
+ * `values` with the members of `fields`, in that order, undefined left out. Encoders pass a generated schema's
+ * declared properties (src/protocol/codec/dialects.ts): the order of the keys on the wire, and which of a model's
+ * members a dialect has at all (`kind`, `final`, `referenceTaskIds`).
+ */
+export function emit(fields: readonly string[], values: Obj): Obj {
+  const out: Obj = {};
+  for (const k of fields) if (values[k] !== undefined) out[k] = values[k];
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -318,59 +297,4 @@ export function viewHistory(task: Task, view: TaskView = {}): Message[] | undefi
 
 export function viewArtifacts(task: Task, view: TaskView = {}): Task["artifacts"] {
   return view.includeArtifacts === false ? undefined : task.artifacts;
-}
-
-/** 0.3 has object-only data parts: a non-object value (possible from a 1.0 client) travels as `{value: …}`. */
-export function asDataObject(data: unknown): Obj {
-  return isObject(data) ? data : { value: data };
-}
-
-export const STATES: readonly TaskState[] = [
-  "submitted",
-  "working",
-  "input-required",
-  "completed",
-  "canceled",
-  "failed",
-  "rejected",
-  "auth-required",
-  "unknown",
-];
-
-/** ProtoJSON state tables (index = proto enum number) shared by 0.3 REST and 1.0; only the canceled spelling differs. */
-export function protoStates(canceled: string): readonly (readonly [TaskState, string])[] {
-  return [
-    ["unknown", "TASK_STATE_UNSPECIFIED"],
-    ["submitted", "TASK_STATE_SUBMITTED"],
-    ["working", "TASK_STATE_WORKING"],
-    ["completed", "TASK_STATE_COMPLETED"],
-    ["failed", "TASK_STATE_FAILED"],
-    ["canceled", canceled],
-    ["input-required", "TASK_STATE_INPUT_REQUIRED"],
-    ["rejected", "TASK_STATE_REJECTED"],
-    ["auth-required", "TASK_STATE_AUTH_REQUIRED"],
-  ];
-}
-
-/** ProtoJSON roles (index = proto enum number); ROLE_UNSPECIFIED is not a valid role on a message. */
-export const PROTO_ROLES: readonly (readonly ["user" | "agent" | undefined, string])[] = [
-  [undefined, "ROLE_UNSPECIFIED"],
-  ["user", "ROLE_USER"],
-  ["agent", "ROLE_AGENT"],
-];
-
-export function protoRole(v: unknown, field: string): "user" | "agent" {
-  const r = enumValue(PROTO_ROLES, v, field, "role");
-  if (r === undefined) throw invalid(field, "must be ROLE_USER or ROLE_AGENT");
-  return r;
-}
-
-export const protoStateName = (table: readonly (readonly [TaskState, string])[], s: TaskState): string =>
-  table.find(([state]) => state === s)![1];
-
-/** A state filter: the unspecified value (and absence) means no filter. */
-export function stateFilter(table: readonly (readonly [TaskState, string])[], o: Obj, key: string): TaskState | undefined {
-  if (!has(o, key)) return undefined;
-  const s = enumValue(table, o[key], key, "task state");
-  return s === "unknown" ? undefined : s;
 }

@@ -1,13 +1,16 @@
-// The protocol codecs: one Codec per wire dialect over the internal model (src/protocol/model.ts). Pick one with
+// The protocol codecs: one Codec per wire dialect over the internal model (src/protocol/model.ts), all of them the
+// one codec of src/protocol/codec/codec.ts over a dialect table (src/protocol/codec/dialects.ts). Pick one with
 // `codecFor(line, transport)`: 0.3 JSON-RPC (`kind` shapes), 0.3 HTTP+JSON (0.3 proto ProtoJSON), 1.0 (ProtoJSON,
 // the same codec for JSON-RPC and HTTP+JSON).
+import { codecOf } from "./codec.js";
 import type { Codec, WireLine } from "./common.js";
-import { v0_3 } from "./v0_3.js";
-import { v0_3Rest } from "./v0_3_rest.js";
-import { v1_0 } from "./v1_0.js";
+import { DIALECTS } from "./dialects.js";
 
-export type { Codec, CodecSchemas, PushConfigInput, PushConfigRef, PushFields, TaskIdParams, TaskPage, TaskQuery, TaskView, WireLine } from "./common.js";
-export { v0_3, v0_3Rest, v1_0 };
+export type { Codec, PushConfigInput, PushConfigRef, PushFields, TaskIdParams, TaskPage, TaskQuery, TaskView, WireLine } from "./common.js";
+
+export const v0_3: Codec = codecOf(DIALECTS["0.3"]);
+export const v0_3Rest: Codec = codecOf(DIALECTS["0.3-rest"]);
+export const v1_0: Codec = codecOf(DIALECTS["1.0"]);
 
 export const CODECS: Readonly<Record<WireLine, Codec>> = { "0.3": v0_3, "0.3-rest": v0_3Rest, "1.0": v1_0 };
 
