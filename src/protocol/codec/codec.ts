@@ -72,11 +72,10 @@ export function codecOf(d: Dialect): Codec {
       referenceTaskIds: m.referenceTaskIds,
     });
 
-  const status = (s: TaskStatus): Obj =>
-    emit(fields.status, { state: d.states.wire(s.state), message: s.message && message(s.message), timestamp: iso(s.timestamp) });
+  const status = (s: TaskStatus): Obj => compact({ state: d.states.wire(s.state), message: s.message && message(s.message), timestamp: iso(s.timestamp) });
 
   const artifact = (a: Artifact): Obj =>
-    emit(fields.artifact, {
+    compact({
       artifactId: a.artifactId,
       name: a.name,
       description: a.description,
@@ -98,6 +97,7 @@ export function codecOf(d: Dialect): Codec {
 
   /** A result or stream event: bare and `kind`-tagged on 0.3 JSON-RPC, else the oneof's one-key wrapper. */
   const member = (key: string, value: Obj): Obj => (d.tagged ? value : { [key]: value });
+  const tag = (kind: string): string | undefined => (d.tagged ? kind : undefined);
 
   return {
     wire: d.wire,
@@ -162,24 +162,15 @@ export function codecOf(d: Dialect): Codec {
           return member("task", task(e.task));
         case "message":
           return member("message", message(e.message));
-        case "status-update":
-          return member(
-            "statusUpdate",
-            emit(fields.statusUpdate, { kind: e.kind, taskId: e.taskId, contextId: e.contextId, status: status(e.status), final: e.final, metadata: e.metadata }),
-          );
-        case "artifact-update":
-          return member(
-            "artifactUpdate",
-            emit(fields.artifactUpdate, {
-              kind: e.kind,
-              taskId: e.taskId,
-              contextId: e.contextId,
-              artifact: artifact(e.artifact),
-              append: e.append,
-              lastChunk: e.lastChunk,
-              metadata: e.metadata,
-            }),
-          );
+        case "status-update": {
+          const { taskId, contextId, metadata } = e;
+          const final = d.final ? e.final : undefined;
+          return member("statusUpdate", compact({ kind: tag(e.kind), taskId, contextId, status: status(e.status), final, metadata }));
+        }
+        case "artifact-update": {
+          const { taskId, contextId, append, lastChunk, metadata } = e;
+          return member("artifactUpdate", compact({ kind: tag(e.kind), taskId, contextId, artifact: artifact(e.artifact), append, lastChunk, metadata }));
+        }
       }
     },
     listResult(page, view = {}) {

@@ -274,11 +274,15 @@ export function compact<const T extends Obj>(o: T): T {
 /**
  * `values` with the members of `fields`, in that order, undefined left out. Encoders pass a generated schema's
  * declared properties (src/protocol/codec/dialects.ts): the order of the keys on the wire, and which of a model's
- * members a dialect has at all (`kind`, `final`, `referenceTaskIds`).
+ * members a dialect has at all (`kind`, `referenceTaskIds`).
  */
 export function emit(fields: readonly string[], values: Obj): Obj {
   const out: Obj = {};
-  for (const k of fields) if (values[k] !== undefined) out[k] = values[k];
+  for (let i = 0; i < fields.length; i++) {
+    const k = fields[i]!;
+    const v = values[k];
+    if (v !== undefined) out[k] = v;
+  }
   return out;
 }
 

@@ -1,10 +1,11 @@
 // The three wire dialects as tables over one codec (src/protocol/codec/codec.ts). What the generated JSON Schemas
-// (generated/json-schema/<group>) already say is read from them, not restated: the enum spellings, and each
-// object's declared properties, whose order is the order of the keys on the wire and whose presence decides the
-// members a dialect has (`kind` tags, `final` on status updates, `referenceTaskIds` on messages), and with `kind`
-// whether the dialect's results are bare tagged objects (0.3 JSON-RPC) or ProtoJSON's one-key wrappers. The rest is
-// named here: offset or token paging, the send configuration's `blocking`, and the two strategies, parts (with the
-// message's part list key) and push configs (with their request keys).
+// (generated/json-schema/<group>) already say is read from them, not restated: the enum spellings; the declared
+// properties of a message and a task, whose order is the order of their keys on the wire (0.3 JSON-RPC's differs
+// from ProtoJSON's) and whose presence decides the members a dialect has (`kind`, `referenceTaskIds`); whether
+// status updates carry `final`; and, with `kind`, whether results are bare tagged objects (0.3 JSON-RPC) or
+// ProtoJSON's one-key wrappers. The rest is named here: offset or token paging, the send configuration's
+// `blocking`, and the two strategies, parts (with the message's part list key) and push configs (with their
+// request keys).
 import { readGeneratedJson } from "../../contract/catalog.js";
 import type { Role, TaskState } from "../model.js";
 import { invalid, type Obj, type WireLine } from "./common.js";
@@ -67,17 +68,12 @@ export interface Dialect {
   readonly wire: WireLine;
   readonly states: EnumTable<TaskState>;
   readonly roles: EnumTable<Role | undefined>;
-  /** Declared properties of the objects the codec encodes (see the top of this file). */
-  readonly fields: {
-    message: readonly string[];
-    task: readonly string[];
-    status: readonly string[];
-    artifact: readonly string[];
-    statusUpdate: readonly string[];
-    artifactUpdate: readonly string[];
-  };
+  /** Declared properties of a message and a task, whose key order differs between 0.3 JSON-RPC and ProtoJSON. */
+  readonly fields: { message: readonly string[]; task: readonly string[] };
   /** 0.3 JSON-RPC: objects name themselves with `kind` and results are bare; ProtoJSON wraps a oneof in `{member}`. */
   readonly tagged: boolean;
+  /** Status updates carry `final` (not 1.0: its stream closes after a terminal state). */
+  readonly final: boolean;
   /** tasks/list pages by `limit` / `offset` (0.3 JSON-RPC) or by page token; 1.0 also filters by `statusTimestampAfter`. */
   readonly list: { paging: "offset" | "token"; statusTimestampAfter: boolean };
   /** Whether a send configuration blocks (`blocking`, or 1.0 `returnImmediately` inverted). */
@@ -87,18 +83,13 @@ export interface Dialect {
 }
 
 /** A dialect over the generated schemas of `group`. */
-function dialect(wire: WireLine, group: string, rest: Omit<Dialect, "wire" | "states" | "roles" | "fields" | "tagged">): Dialect {
-  const fields = {
-    message: fieldsOf(group, "Message"),
-    task: fieldsOf(group, "Task"),
-    status: fieldsOf(group, "TaskStatus"),
-    artifact: fieldsOf(group, "Artifact"),
-    statusUpdate: fieldsOf(group, "TaskStatusUpdateEvent"),
-    artifactUpdate: fieldsOf(group, "TaskArtifactUpdateEvent"),
-  };
+function dialect(wire: WireLine, group: string, rest: Omit<Dialect, "wire" | "states" | "roles" | "fields" | "tagged" | "final">): Dialect {
+  const fields = { message: fieldsOf(group, "Message"), task: fieldsOf(group, "Task") };
   const states = new EnumTable(group, "TaskState", modelState);
   for (const name of states.names) if (!MODEL_STATES.has(modelState(name))) throw new Error(`${group}/TaskState ${name} has no model state`);
-  return { wire, states, roles: new EnumTable(group, "Role", modelRole), fields, tagged: fields.message.includes("kind"), ...rest };
+  const roles = new EnumTable(group, "Role", modelRole);
+  const final = fieldsOf(group, "TaskStatusUpdateEvent").includes("final");
+  return { wire, states, roles, fields, tagged: fields.message.includes("kind"), final, ...rest };
 }
 
 /** The model's states are 0.3's (src/protocol/model.ts); every dialect's must map onto them. */
