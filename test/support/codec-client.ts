@@ -138,8 +138,8 @@ export function clientSide(codec: Codec): ClientSide {
         const status = decodeStatus(reqObj(o, "status", path), at(path, "status"));
         // 1.0 has no `final`: the stream closes after a terminal state.
         const final = d.final ? (optBool(o, "final", path) ?? false) : isTerminal(status.state);
-        const [taskId, contextId] = [reqStr(o, "taskId", path), reqStr(o, "contextId", path)];
-        return compact({ kind: "status-update" as const, taskId, contextId, status, final, metadata: optMeta(o, "metadata", path) });
+        const ids = { taskId: reqStr(o, "taskId", path), contextId: reqStr(o, "contextId", path) };
+        return compact({ kind: "status-update" as const, ...ids, status, final, metadata: optMeta(o, "metadata", path) });
       }
       case "artifact-update":
         return compact({
