@@ -54,3 +54,47 @@ export function addUsage(a: Usage, b: Usage): Usage {
     cost: Math.round((a.cost + b.cost) * 1e9) / 1e9,
   };
 }
+
+/**
+ * The usage of one turn: per assistant message of the turn, its `info.tokens` (or the sum of its step-finish tokens
+ * while the info has less), summed over the turn's messages.
+ */
+export class TurnUsage {
+  readonly #messages = new Map<string, { info?: Usage; steps: Map<string, Usage> }>();
+
+  /** A message's own cumulative count (`message.updated` info.tokens / cost). */
+  message(messageId: string, tokens: unknown, cost: unknown): void {
+    const usage = usageFromTokens(tokens, cost);
+    if (usage !== undefined) this.#of(messageId).info = usage;
+  }
+
+  /** One step-finish part's count. */
+  step(messageId: string, partId: string, tokens: unknown, cost: unknown): void {
+    const usage = usageFromTokens(tokens, cost);
+    if (usage !== undefined) this.#of(messageId).steps.set(partId, usage);
+  }
+
+  /** The turn's usage so far; undefined when none was reported. */
+  total(): Usage | undefined {
+    if (this.#messages.size === 0) return undefined;
+    let total = zeroUsage();
+    for (const m of this.#messages.values()) {
+      let steps: Usage | undefined;
+      for (const s of m.steps.values()) steps = addUsage(steps ?? zeroUsage(), s);
+      // info.tokens is the message's own cumulative count; step-finish parts fill in while it lags behind.
+      const pick = m.info === undefined || (steps !== undefined && steps.total_tokens > m.info.total_tokens) ? steps : m.info;
+      if (pick !== undefined) total = addUsage(total, pick);
+    }
+    // A message that has not reported its tokens yet says 0: no usage is reported rather than a false zero.
+    return total.total_tokens > 0 || total.cost > 0 ? total : undefined;
+  }
+
+  #of(messageId: string): { info?: Usage; steps: Map<string, Usage> } {
+    let usage = this.#messages.get(messageId);
+    if (usage === undefined) {
+      usage = { steps: new Map() };
+      this.#messages.set(messageId, usage);
+    }
+    return usage;
+  }
+}

@@ -1,80 +1,33 @@
 // Ordered fan-out of one task's events to every attached stream: each subscriber gets its own queue, events are
 // appended to all queues synchronously in publication order, so concurrent subscribers see the same events in
 // the same order (A2A 1.0 §3.5.2). A subscriber's iterator ends after the event that closes the stream.
+//
+// A subscriber's queue is bounded (STREAM_BACKLOG_LIMIT): a stream whose client reads so slowly that it falls that
+// far behind the task is ended with STREAM_BUDGET_EXCEEDED (the task goes on and can be resubscribed), the way the
+// upstream event hub ends a subscriber that falls behind, instead of buffering without end or dropping events.
+import { A2AError } from "../contract/errors.js";
 import type { StreamEvent } from "../protocol/model.js";
+import { BoundedQueue } from "../util/queue.js";
 
-export class EventQueue implements AsyncIterableIterator<StreamEvent> {
-  #items: StreamEvent[] = [];
-  #head = 0;
-  #waiter: ((r: IteratorResult<StreamEvent>) => void) | undefined;
-  #ended = false;
+/** Events one stream may fall behind its task (as many as the upstream hub's default OPENCODE_EVENT_BUFFER_LIMIT). */
+export const STREAM_BACKLOG_LIMIT = 10_000;
 
-  constructor(private readonly onClose: (q: EventQueue) => void) {}
+export type EventQueue = BoundedQueue<StreamEvent, A2AError>;
 
-  push(event: StreamEvent): void {
-    if (this.#ended) return;
-    const waiter = this.#waiter;
-    if (waiter !== undefined) {
-      this.#waiter = undefined;
-      waiter({ value: event, done: false });
-    } else this.#items.push(event);
-  }
-
-  /** No more events after the buffered ones. */
-  end(): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    if (this.#head >= this.#items.length) {
-      const waiter = this.#waiter;
-      this.#waiter = undefined;
-      waiter?.({ value: undefined, done: true });
-    }
-  }
-
-  next(): Promise<IteratorResult<StreamEvent>> {
-    if (this.#head < this.#items.length) {
-      const value = this.#items[this.#head++] as StreamEvent;
-      if (this.#head > 256 && this.#head * 2 > this.#items.length) {
-        this.#items = this.#items.slice(this.#head);
-        this.#head = 0;
-      }
-      return Promise.resolve({ value, done: false });
-    }
-    if (this.#ended) return Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve) => {
-      this.#waiter = resolve;
-    });
-  }
-
-  /** The consumer went away (client disconnected): stop buffering for it. */
-  return(): Promise<IteratorResult<StreamEvent>> {
-    this.#items = [];
-    this.#head = 0;
-    this.end();
-    this.onClose(this);
-    return Promise.resolve({ value: undefined, done: true });
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<StreamEvent> {
-    return this;
-  }
-}
+const backlogExceeded = (): A2AError =>
+  new A2AError(
+    "STREAM_BUDGET_EXCEEDED",
+    `Stream closed: the client fell ${STREAM_BACKLOG_LIMIT} events behind; the task goes on and can be resubscribed`,
+    { budget: "backlog", limit: STREAM_BACKLOG_LIMIT },
+  );
 
 export class FanOut {
   readonly #queues = new Set<EventQueue>();
   #closed = false;
 
-  get subscribers(): number {
-    return this.#queues.size;
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
   /** A new subscriber; `first` (the current Task) is queued before any later event. */
   subscribe(first?: StreamEvent): EventQueue {
-    const queue = new EventQueue((q) => this.#queues.delete(q));
+    const queue: EventQueue = new BoundedQueue(STREAM_BACKLOG_LIMIT, backlogExceeded, () => this.#queues.delete(queue));
     if (first !== undefined) queue.push(first);
     if (this.#closed) queue.end();
     else this.#queues.add(queue);

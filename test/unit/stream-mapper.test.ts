@@ -106,9 +106,11 @@ const ctx = (extra: Partial<TurnContext> = {}): TurnContext => ({
 function run(mapper: StreamMapper, events: OpencodeEvent[]): MapperOutput[] {
   return events.flatMap((e) => mapper.push(e));
 }
+/** The artifact and status updates among the outputs, in order. */
+const eventsOf = (out: MapperOutput[]): (ArtifactUpdateEvent | StatusUpdateEvent)[] => out.flatMap((o) => (o.kind === "artifact" || o.kind === "status" ? [o.event] : []));
 const artifactsOf = (out: MapperOutput[], artifactId?: string): ArtifactUpdateEvent[] =>
-  out.filter((o): o is ArtifactUpdateEvent => o.kind === "artifact-update" && (artifactId === undefined || o.artifact.artifactId === artifactId));
-const statusesOf = (out: MapperOutput[]): StatusUpdateEvent[] => out.filter((o): o is StatusUpdateEvent => o.kind === "status-update");
+  eventsOf(out).filter((o): o is ArtifactUpdateEvent => o.kind === "artifact-update" && (artifactId === undefined || o.artifact.artifactId === artifactId));
+const statusesOf = (out: MapperOutput[]): StatusUpdateEvent[] => eventsOf(out).filter((o): o is StatusUpdateEvent => o.kind === "status-update");
 const terminals = (out: MapperOutput[]) => out.filter((o) => o.kind === "terminal");
 const chunkTexts = (updates: ArtifactUpdateEvent[]): string[] => updates.map((u) => (u.artifact.parts[0]?.kind === "text" ? u.artifact.parts[0].text : "<data>"));
 const streamMeta = (u: ArtifactUpdateEvent | StatusUpdateEvent) =>
@@ -126,8 +128,7 @@ function clientView(updates: ArtifactUpdateEvent[]): string {
 }
 
 /** Sequence numbers of every artifact/status update, in emission order. */
-const sequences = (out: MapperOutput[]): number[] =>
-  out.filter((o): o is ArtifactUpdateEvent | StatusUpdateEvent => o.kind !== "terminal").map((o) => streamMeta(o).sequence as number);
+const sequences = (out: MapperOutput[]): number[] => eventsOf(out).map((o) => streamMeta(o).sequence as number);
 const strictlyIncreasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > (xs[i - 1] as number));
 
 // -- hand-built sequences ----------------------------------------------------------------------------------------
@@ -700,7 +701,7 @@ describe("scope", () => {
     const seqs = sequences(out);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => 5 + i));
     expect(seqs.length).toBeGreaterThanOrEqual(9);
-    const ids = out.filter((o): o is ArtifactUpdateEvent | StatusUpdateEvent => o.kind !== "terminal").map((o) => streamMeta(o).event_id);
+    const ids = eventsOf(out).map((o) => streamMeta(o).event_id);
     expect(new Set(ids).size).toBe(ids.length);
   });
 
@@ -775,7 +776,7 @@ describe("against the stub upstream's event order", () => {
       const produced = mapper.push(last.event);
       out.push(...produced);
       for (const o of produced) {
-        const interrupt = o.kind === "status-update" ? (shared(o).interrupt as { request_id: string; type: string; phase: string } | undefined) : undefined;
+        const interrupt = o.kind === "status" ? (shared(o.event).interrupt as { request_id: string; type: string; phase: string } | undefined) : undefined;
         if (interrupt?.phase === "asked" && opts.answer !== undefined) answers.push(opts.answer(interrupt.request_id, interrupt.type));
       }
       return mapper.terminal !== undefined;
@@ -955,5 +956,51 @@ describe("files OpenCode emits", () => {
     const files = artifactsOf(out, "task-1:file:prt_att");
     expect(files).toHaveLength(1);
     expect(files[0]!.artifact.parts[0]).toMatchObject({ kind: "file", file: { bytes: "YQ==", name: "a.txt" } });
+  });
+});
+
+describe("typed outputs", () => {
+  it("an artifact update comes with its block and the artifact as the client holds it after the update", () => {
+    const mapper = new StreamMapper(ctx());
+    const out = run(mapper, [
+      ...prelude(),
+      textPart("prt_t1", A1, ""),
+      delta("prt_t1", A1, "Hello "),
+      delta("prt_t1", A1, "wrld"),
+      textPart("prt_t1", A1, "Hello world"),
+      toolPart("prt_tool", A1, "call_1", { status: "pending", input: {}, raw: "" }),
+      ...epilogue(),
+    ]);
+    const artifacts = out.filter((o) => o.kind === "artifact");
+    expect(artifacts.map((o) => o.block)).toEqual(["text", "text", "text", "tool_call"]);
+    const text = artifacts.filter((o) => o.block === "text");
+    text.forEach((o, i) => {
+      expect(o.artifact).toEqual({
+        artifactId: "task-1:text",
+        name: "response",
+        parts: [{ kind: "text", text: clientView(text.slice(0, i + 1).map((t) => t.event)) }],
+        metadata: o.event.artifact.metadata,
+      });
+    });
+    expect(text.at(-1)?.artifact.parts).toEqual([{ kind: "text", text: "Hello world" }]);
+    expect(artifacts[3]?.artifact).toBe(artifacts[3]?.event.artifact);
+  });
+
+  it("a status update that asks or resolves an interrupt carries it typed, as published", () => {
+    const mapper = new StreamMapper(ctx());
+    const out = run(mapper, [
+      ...prelude(),
+      ev("permission.asked", { id: "per_1", sessionID: SES, permission: "bash", patterns: ["x"], metadata: {}, always: [] }),
+      ev("permission.replied", { sessionID: SES, requestID: "per_1", reply: "once" }),
+      stepStart("prt_s1", A1),
+    ]);
+    const statuses = out.filter((o) => o.kind === "status");
+    expect(statuses.map((o) => o.interrupt?.phase)).toEqual(["asked", "resolved", undefined]);
+    const [asked, resolved] = statuses;
+    expect(asked?.interrupt).toMatchObject({ requestId: "per_1", type: "permission", phase: "asked", details: { permission: "bash", reply_options: ["once", "always", "reject"] } });
+    expect(asked?.interrupt?.published).toBe(shared(asked!.event).interrupt);
+    expect(asked?.interrupt?.phase === "asked" && asked.interrupt.details).toBe(shared(asked!.event).interrupt?.details);
+    expect(resolved?.interrupt).toMatchObject({ requestId: "per_1", type: "permission", phase: "resolved" });
+    expect(resolved?.interrupt?.published).toBe(shared(resolved!.event).interrupt);
   });
 });

@@ -1,0 +1,79 @@
+// What the task runtime (./tasks.ts) is built with: its dependencies and limits, and the observers it reports to
+// (the interrupt registry of src/extensions and the push notifications of src/push).
+import type { Logger } from "pino";
+import type { Principal } from "../auth/index.js";
+import type { Routing, RoutingPolicy } from "../bridge/directory.js";
+import type { SessionResolver } from "../bridge/sessions.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Message, Metadata, StatusUpdateEvent, Task } from "../protocol/model.js";
+import type { StoreHealth } from "../storage/health.js";
+import type { TaskStore } from "../storage/tasks.js";
+import type { UpstreamClient } from "../upstream/client.js";
+import type { EventHub } from "../upstream/hub.js";
+import type { ModelMonitor } from "../upstream/model-check.js";
+
+export interface RuntimeOptions {
+  store: TaskStore;
+  upstream: UpstreamClient;
+  hub: EventHub;
+  sessions: SessionResolver;
+  routing: RoutingPolicy;
+  metrics: Metrics;
+  log: Pick<Logger, "info" | "warn" | "error" | "debug">;
+  /** A2A_CANCEL_ABORT_TIMEOUT_SECONDS in ms. */
+  cancelAbortTimeoutMs: number;
+  /** OPENCODE_TIMEOUT_STREAM in ms: the longest a turn may run (0 = no limit). */
+  turnTimeoutMs: number;
+  /** How long a turn waits for the upstream event stream to come back before it fails. */
+  reconnectGraceMs: number;
+  /** What a turn adds to its task at the end: the `changes` diff artifact, and how large an inline file may be. */
+  artifacts?: TurnArtifactOptions;
+  /** Where store write failures and recoveries are recorded (/health reports it). */
+  storeHealth?: StoreHealth;
+  /** Whether OpenCode has a usable default model (tasks are refused at once while it has none). */
+  model?: ModelMonitor;
+  /** A2A_MAX_RUNNING_TASKS and A2A_TASK_QUEUE_LIMIT (default: 32 running, 1000 waiting). */
+  admission?: { maxRunning: number; queueLimit: number };
+  /** The interrupt registry (src/extensions/interrupt-registry.ts): told of every asked and resolved interrupt. */
+  interrupts?: InterruptHooks;
+  /** Push notifications (src/push): told of every state change. */
+  transitions?: TransitionHooks;
+}
+
+export interface TurnArtifactOptions {
+  /** A2A_ARTIFACT_CHANGES: emit the turn's diff as the `changes` artifact. */
+  changes: boolean;
+  /** A2A_ARTIFACT_FILE_MAX_BYTES: files up to this size are inline bytes, larger ones a reference. */
+  fileMaxBytes: number;
+}
+
+/** Observers of task state changes, written in the same store transaction as the change itself. */
+export interface TransitionHooks {
+  /** Whether the task has anyone to tell (otherwise the save runs alone, without a transaction around it). */
+  watches(taskId: string): boolean;
+  /** Runs `fn` (the save and `changed`) all or nothing. */
+  atomically<T>(fn: () => T): T;
+  /** The task's new state was saved; `event` is the status update that carried it, when there was one. */
+  changed(task: Task, event?: StatusUpdateEvent): void;
+}
+
+/** An OpenCode permission or question a live task waits on. */
+export interface PendingInterrupt {
+  requestId: string;
+  type: "permission" | "question";
+  /** As published at `metadata.shared.interrupt.details` (questions, options, reply_options, …). */
+  details: Metadata;
+  taskId: string;
+  contextId: string;
+  sessionId: string;
+  owner: string;
+  routing: Routing;
+}
+
+/** Where the interrupt registry (src/extensions/interrupt-registry.ts) plugs into the runtime. */
+export interface InterruptHooks {
+  asked(interrupt: PendingInterrupt): void;
+  resolved(event: { requestId: string; type: "permission" | "question"; taskId: string }): void;
+  /** Answer the pending interrupt with a follow-up message (question: its text); throws a typed A2AError. */
+  answer?(principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void>;
+}
