@@ -7,32 +7,42 @@ import type { ProtocolLine } from "../contract/catalog.js";
 import { ClientAbortedError } from "./body.js";
 import type { RequestState } from "./state.js";
 
-/** Errors that keep their HTTP status even on the JSON-RPC endpoint (they happen before JSON-RPC processing). */
-const TRANSPORT_LEVEL = new Set([
-  "UNAUTHENTICATED",
-  "PAYLOAD_TOO_LARGE",
-  "RATE_LIMITED",
-  "CONTENT_TYPE_NOT_SUPPORTED",
-  "HOST_NOT_ALLOWED",
-  "ORIGIN_NOT_ALLOWED",
-]);
+/**
+ * The HTTP statuses that refuse the HTTP request itself rather than answer a call: 401 (no valid credentials), 403
+ * (here: a refused Origin), 413 (body too large), 415 (not a JSON body), 421 (a Host not served here), 429 (an
+ * address or credential over its rate). The contract has no "transport-level" flag on its errors, so this is read
+ * from what it does declare: every error's HTTP status (generated/contract/catalog.json `errors[line][].http`, or the
+ * status the error was raised with, as the body check raises CONTENT_TYPE_NOT_SUPPORTED with 415). A failure that
+ * reaches the JSON-RPC endpoint's door with one of these keeps it; every other one there — a refused A2A-Version, a
+ * body nested too deep, an unreadable body, an internal failure (400 and 500 in the contract) — is a JSON-RPC error
+ * with id null on HTTP 200. (The 403 and 429 of a call — scope, stream slots — are answered by the endpoint per call
+ * and never reach the door.)
+ */
+const HTTP_REFUSALS = new Set([401, 403, 413, 415, 421, 429]);
+
+/** What a door writes for a failed request. */
+export interface ErrorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
 
 /**
- * The answer to a failed request: JSON-RPC answers an error response with id null on HTTP 200, unless the failure is
- * transport-level; REST answers the line's error shape with the error's status.
+ * The answer to a failed request: JSON-RPC answers an error response with id null on HTTP 200, unless the failure
+ * refused the HTTP request itself (HTTP_REFUSALS); REST answers the line's error shape with the error's status.
  */
-export function errorAnswer(err: A2AError, line: ProtocolLine, jsonrpc: boolean): { status: number; headers: Record<string, string>; body: unknown } {
+export function errorAnswer(err: A2AError, line: ProtocolLine, jsonrpc: boolean): ErrorAnswer {
   const shaped = restError(line, err);
   if (!jsonrpc) return shaped;
   return {
-    status: TRANSPORT_LEVEL.has(err.reason) ? shaped.status : 200,
+    status: HTTP_REFUSALS.has(shaped.status) ? shaped.status : 200,
     headers: shaped.headers,
     body: { jsonrpc: "2.0", id: null, error: jsonRpcError(line, err) },
   };
 }
 
 /** errorAnswer() for the request's line and transport; the error's reason is kept for the audit log and the span. */
-export function failureAnswer(err: A2AError, state: RequestState): { status: number; headers: Record<string, string>; body: unknown } {
+export function failureAnswer(err: A2AError, state: RequestState): ErrorAnswer {
   state.errorReason = err.reason;
   return errorAnswer(err, state.line, state.jsonrpc);
 }
