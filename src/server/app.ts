@@ -1,38 +1,21 @@
-// Koa app assembly: every middleware does one thing, composed here in one visible order.
-import type { IncomingMessage, ServerResponse } from "node:http";
-import Koa from "koa";
-import Router from "@koa/router";
+// The gateway's composition: the catalog, credentials and limits, discovery, the store, the task runtime and its
+// observers, the method registry and the audit log, built here in dependency order and handed to the HTTP side
+// (./http.ts: the router, the Koa app and the JSON-RPC edge).
 import type { Logger } from "pino";
 import { catalog as generatedCatalog, packageVersion, type Catalog } from "../contract/catalog.js";
-import { A2AError } from "../contract/errors.js";
 import { preloadValidators } from "../contract/validate.js";
 import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
 import { AccessLimits } from "../auth/limits.js";
 import { AddressGuard } from "../auth/address-guard.js";
-import { catalogRoutes } from "../contract/routes.js";
 import type { DeploymentFacts } from "../discovery/contract.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
 import { PushService } from "../push/service.js";
-import { createJsonRpcEndpoint, koaExchange } from "../transport/jsonrpc/index.js";
-import { koaPath, registerRestRoutes } from "../transport/rest/index.js";
-import type { StreamBudget } from "../transport/sse.js";
-import { payloadLog } from "../logging/payloads.js";
 import { Discovery } from "./discovery.js";
-import { registerDocs } from "./docs/index.js";
-import { authentication } from "./middleware/auth.js";
-import { auditTrail } from "./middleware/audit.js";
+import { httpSide, type HttpSide } from "./http.js";
 import { AuditRecorder } from "../observability/audit.js";
-import { registerAuditRoutes } from "./audit-routes.js";
 import { MemoryAuditStore } from "../storage/audit.js";
-import { defaultAllowedHosts, hostCheck, hostGuard, originCheck, originGuard } from "./middleware/origins.js";
-import { jsonRpcEdge } from "./jsonrpc-edge.js";
-import { requestBody } from "./middleware/body.js";
-import { compression } from "./middleware/compress.js";
-import { errorBoundary } from "./middleware/errors.js";
-import { versionNegotiation } from "./middleware/version.js";
-import { ExtensionPolicy } from "../protocol/extensions.js";
 import type { Upstream } from "../upstream/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../observability/metrics.js";
@@ -40,19 +23,13 @@ import { TaskRuntime } from "../runtime/tasks.js";
 import { extensionHandlers } from "../extensions/index.js";
 import { InterruptRegistry } from "../extensions/interrupt-registry.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
-import type { RequestState } from "../pipeline/state.js";
 import { StoreHealth } from "../storage/health.js";
 import { ModelMonitor } from "../upstream/model-check.js";
-import { beginRequest, traceFields, type TraceContext } from "../tracing/index.js";
-import { endRequestSpan } from "./trace.js";
+import { traceFields, type TraceContext } from "../tracing/index.js";
 import { startSpanExport } from "../tracing/otel.js";
 
-export interface Gateway {
-  /** The Koa app: serves every route, `POST /` included. */
-  app: Koa;
-  /** What the HTTP server runs: `POST /` through the JSON-RPC edge (no Koa on the hot path), the rest through `app`. */
-  handler: (req: IncomingMessage, res: ServerResponse) => void;
-  router: Router;
+/** The gateway: its HTTP side (the Koa app, the node:http handler, the router) and what it is built from. */
+export interface Gateway extends HttpSide {
   registry: ReadonlyMap<string, MethodHandler>;
   discovery: Discovery;
   auth: CredentialResolver;
@@ -96,27 +73,6 @@ export function deploymentFacts(config: Config, hasUpstream: boolean): Deploymen
   };
 }
 
-/** First in the Koa chain: the request's trace context (W3C traceparent / tracestate), its span and its log line. */
-function requestLog(log: Logger) {
-  return async function logRequest(ctx: Koa.Context, next: Koa.Next): Promise<void> {
-    const state = ctx.state as RequestState;
-    const trace = (state.trace = beginRequest(ctx.headers.traceparent, ctx.headers.tracestate, { "http.request.method": ctx.method, "url.path": ctx.path }));
-    const started = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
-      endRequestSpan(state, ctx.method, ctx.path, ctx.status);
-      if (log.isLevelEnabled("info")) {
-        const ms = Number(process.hrtime.bigint() - started) / 1e6;
-        log.info(
-          { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, line: state.line, trace_id: trace.traceId, span_id: trace.spanId },
-          "request",
-        );
-      }
-    }
-  };
-}
-
 /**
  * pino's log formatter for the task runtime: a line about a task (`taskId`) carries the trace of the request that
  * started it (`trace_id`, `span_id`), read from the live task only when such a line is written.
@@ -150,7 +106,6 @@ export interface GatewayDeps {
   credentials?: CredentialResolver;
 }
 
-
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
   const catalog = deps.catalog ?? generatedCatalog;
   // OpenTelemetry export: the SDK is loaded only when an OTLP endpoint is configured (src/tracing/otel.ts).
@@ -172,12 +127,6 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     maxUnauthenticated: config.unauthenticatedRateLimit,
     auditSample: config.auditAuthFailureSample,
   });
-  const streamBudget: StreamBudget = {
-    maxBytes: config.streamMaxBytes,
-    maxDurationMs: config.streamMaxDuration * 1000,
-    idleMs: config.streamIdleTimeout * 1000,
-  };
-  const routes = catalogRoutes(catalog);
   const storeHealth = new StoreHealth();
   const discovery = new Discovery({
     catalog,
@@ -312,84 +261,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     retentionDays: config.auditRetentionDays,
     maxEntries: config.auditMaxEntries,
   });
-  const router = new Router();
-  discovery.register(router);
-  registerDocs(router, { lines: catalog.protocol_lines, openrpc: (line) => discovery.openrpcDocument(line), publicUrl: config.publicUrl });
-  registerAuditRoutes(router, { recorder });
-  router.get("/metrics", async (ctx) => {
-    if (!config.metricsEnabled) throw new A2AError("ROUTE_NOT_FOUND", "Metrics are disabled (A2A_METRICS_ENABLED=false)", { path: ctx.path, method: ctx.method });
-    ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
-  });
-  // JSON-RPC is registered with the router (which mirrors the catalog) and also mounted in front of it, so the hot
-  // path skips the REST route walk.
-  // A2A_LOG_PAYLOADS: decided once here (undefined unless on and the logger is at debug).
-  const payloads = payloadLog(config, log);
-  const extensionPolicy = new ExtensionPolicy(
-    catalog.extensions.map((e) => e.uri),
-    config.requiredExtensions,
-  );
-  const endpoint = createJsonRpcEndpoint({ catalog, facts, registry, log, limits, streamBudget, payloads, extensions: extensionPolicy });
-  const jsonrpc = (ctx: Koa.Context): Promise<void> => endpoint(koaExchange(ctx));
-  router.post("/", jsonrpc);
-  registerRestRoutes(router, { catalog, registry, limits, streamBudget, payloads, extensions: extensionPolicy });
-
-  const app = new Koa({ proxy: false });
-  app.silent = true;
-  app.use(requestLog(log));
-  if (config.auditEnabled) app.use(auditTrail(recorder));
-  app.use(errorBoundary(log));
-  app.use(versionNegotiation(config.defaultLine));
-  app.use(async (ctx, next) => {
-    (ctx.state as RequestState).extensions = extensionPolicy.activate((name) => ctx.headers[name]);
-    await next();
-  });
-  const allowedHosts = config.allowedHosts.length ? config.allowedHosts : defaultAllowedHosts(config.publicUrl, config.host!);
-  app.use(hostGuard(allowedHosts));
-  app.use(compression(config.gzipMinimumSize));
-  app.use(originGuard(config.allowedOrigins, config.publicUrl, routes));
-  app.use(authentication({ resolver: auth, routes, limits, guard }));
-  app.use(requestBody(config.maxRequestBodyBytes));
-  app.use(async (ctx, next) => (ctx.method === "POST" && ctx.path === "/" ? jsonrpc(ctx) : next()));
-  app.use(router.routes());
-  app.use(async (ctx) => {
-    const { allowed } = routes(ctx.method, ctx.path);
-    if (allowed.length)
-      throw new A2AError("HTTP_METHOD_NOT_ALLOWED", `${ctx.method} is not allowed on ${ctx.path}`, {
-        path: ctx.path,
-        method: ctx.method,
-        allowed,
-      }, { headers: { Allow: allowed.join(", ") } });
-    throw new A2AError("ROUTE_NOT_FOUND", `No route ${ctx.method} ${ctx.path}`, { path: ctx.path, method: ctx.method });
-  });
-  const rpcRoute = routes("POST", "/").route;
-  const edge = jsonRpcEdge({
-    defaultLine: config.defaultLine,
-    checkHost: hostCheck(allowedHosts),
-    checkOrigin: originCheck(config.allowedOrigins, config.publicUrl),
-    resolver: auth,
-    maxBodyBytes: config.maxRequestBodyBytes,
-    gzipThreshold: config.gzipMinimumSize,
-    recorder: config.auditEnabled ? recorder : undefined,
-    routeName: rpcRoute ? `${rpcRoute.verb} ${rpcRoute.path}` : "POST /",
-    log,
-    endpoint,
-    extensions: extensionPolicy,
-    guard,
-  });
-  const koa = app.callback();
-  const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    if (req.method === "POST") {
-      const url = req.url ?? "";
-      const q = url.indexOf("?");
-      // Origin-form targets only (what clients send); anything else is left to Koa's URL handling.
-      if (url.charCodeAt(0) === 47 /* / */ && (q < 0 ? url.length === 1 : q === 1)) {
-        edge(req, res, q < 0 ? "" : url.slice(q + 1));
-        return;
-      }
-    }
-    void koa(req, res);
-  };
+  const { app, handler, router } = httpSide({ config, log, catalog, facts, registry, discovery, recorder, metrics, auth, limits, guard });
   return {
     app,
     handler,
@@ -411,5 +283,3 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     },
   };
 }
-
-export { koaPath };

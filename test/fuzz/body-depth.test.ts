@@ -1,7 +1,7 @@
 // Regression of the fuzz finding in src/server/middleware/body.ts: bodies nesting deeper than MAX_JSON_DEPTH are
 // refused at the edge (PARSE_ERROR) instead of overflowing the stack in key normalization (INTERNAL_ERROR / HTTP 500).
 import { describe, expect, it } from "vitest";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/server/middleware/body.js";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/pipeline/body.js";
 
 const nest = (n: number, open = "[", close = "]") => open.repeat(n) + close.repeat(n);
 

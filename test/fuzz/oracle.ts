@@ -4,7 +4,7 @@
 // transport of the answer and, where the edge decides before any handler runs, the exact reason.
 import { catalog, type ErrorEntry, type MethodEntry, type ProtocolLine, type RouteEntry } from "../../src/contract/catalog.js";
 import { validate } from "../../src/contract/validate.js";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/server/middleware/body.js";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/pipeline/body.js";
 import type { Exchange, FuzzRequest, HttpRequest } from "./wire.js";
 
 /**

@@ -131,8 +131,8 @@ describe("method resolution", () => {
     }
   });
 
-  // BUG (src/transport/jsonrpc/index.ts lineFor + src/server/middleware/version.ts): without A2A-Version a 1.0
-  // (PascalCase) method runs on 1.0 and answers in the 1.0 shape, but the response header still says
+  // BUG (src/transport/jsonrpc/index.ts lineFor + the version step of src/pipeline/steps.ts): without A2A-Version a
+  // 1.0 (PascalCase) method runs on 1.0 and answers in the 1.0 shape, but the response header still says
   // `A2A-Version: 0.3` (the default line), so a client that reads the header parses the body with the wrong line.
   it("without A2A-Version the response header names the line the body speaks", async () => {
     // This gateway has no OpenCode upstream: GetTask gets past validation and answers UPSTREAM_UNREACHABLE.

@@ -54,8 +54,8 @@ describe("413 Payload Too Large", () => {
     await expectRestError(res, "0.3", "PAYLOAD_TOO_LARGE", 413);
   });
 
-  // Regression: src/server/middleware/body.ts used to `ctx.req.destroy()` a chunked body over the limit, which
-  // destroyed the socket before the 413 could be written (the client saw "socket hang up").
+  // Regression: the body check (now src/pipeline/body.ts) used to `ctx.req.destroy()` a chunked body over the limit,
+  // which destroyed the socket before the 413 could be written (the client saw "socket hang up").
   it.each([
     ["POST /", "/"],
     [`POST ${restPost.path}`, fillPath(restPost.path)],

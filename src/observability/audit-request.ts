@@ -1,17 +1,25 @@
-// The audit log's edge: after the whole request is answered (this middleware sits outside the error boundary, so the
-// status is final), one entry per call — every call of a JSON-RPC batch, the operation of a REST route, or the
-// request itself when it never reached a call (401, 404, a refused Host...). Public routes are not recorded. No
-// bodies and no secrets: the method, the task/context/session ids the call named or produced, the outcome. The
-// entries are built after the answer is on its way (setImmediate), off the request's latency.
-import type { Context, Next } from "koa";
-import { auditSubject, type AuditRecorder, type AuditRecordInput } from "../../observability/audit.js";
-import type { ProtocolLine } from "../../contract/catalog.js";
-import type { Principal } from "../../auth/index.js";
-import type { AuditCall, RequestState } from "../../pipeline/state.js";
+// The audit entries of one answered request: one entry per call — every call of a JSON-RPC batch, the operation of a
+// REST route, or the request itself when it never reached a call (401, 404, a refused Host...). No bodies and no
+// secrets: the method, the task/context/session ids the call named or produced, the outcome. Both HTTP doors hand
+// their answered requests here (through src/pipeline/request.ts); the entries are built after the answer is on its
+// way (setImmediate), off the request's latency.
+import type { ProtocolLine } from "../contract/catalog.js";
+import { auditSubject } from "./audit-subject.js";
+import type { AuditRecorder, AuditRecordInput } from "./audit.js";
 
-/** What is known of an answered request (the JSON-RPC edge and the Koa middleware both fill it). */
+/** One call the audit log records: a JSON-RPC call (several per batch) or the REST route's operation. */
+export interface AuditCall {
+  method: string;
+  params: unknown;
+  result?: unknown;
+  /** The error's reason when the call failed. */
+  error?: string;
+}
+
+/** What is known of an answered request. */
 export interface AuditedRequest {
-  principal: Principal | undefined;
+  /** The authenticated caller (src/auth's Principal), if the request got that far. */
+  principal: { id: string; credentialId: string } | undefined;
   jsonrpc: boolean;
   line: ProtocolLine;
   status: number;
@@ -78,30 +86,4 @@ function buildEntries(recorder: AuditRecorder, req: AuditedRequest): void {
     if (subject.session_id !== undefined) e.session_id = subject.session_id;
     recorder.record(e);
   }
-}
-
-export function auditTrail(recorder: AuditRecorder) {
-  return async function audit(ctx: Context, next: Next): Promise<void> {
-    const started = performance.now();
-    const state = ctx.state as RequestState;
-    const calls: AuditCall[] = [];
-    state.calls = calls;
-    try {
-      await next();
-    } finally {
-      if (state.route?.public !== true && state.auditSkip !== true)
-        recordAudit(recorder, {
-          principal: state.principal,
-          jsonrpc: state.jsonrpc,
-          line: state.line,
-          status: ctx.status,
-          durationMs: performance.now() - started,
-          clientIp: ctx.request.ip,
-          requestMethod: state.route ? `${state.route.verb} ${state.route.path}` : `${ctx.method} ${ctx.path}`,
-          errorReason: state.errorReason,
-          calls,
-          traceId: state.trace?.traceId,
-        });
-    }
-  };
 }

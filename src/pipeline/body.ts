@@ -1,9 +1,9 @@
 // Request bodies: size limit (413, checked on Content-Length and on the bytes actually read), media type (415) and
-// JSON nesting depth (PARSE_ERROR) before any routing; the raw bytes are kept on ctx.state.rawBody.
-import type { IncomingMessage } from "node:http";
-import type { Context, Next } from "koa";
-import { A2AError } from "../../contract/errors.js";
-import type { RequestState } from "../../pipeline/state.js";
+// JSON nesting depth (PARSE_ERROR) before any routing; the raw bytes are kept on the request's state (rawBody).
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import { A2AError } from "../contract/errors.js";
+import type { Exchange, Step } from "./exchange.js";
 
 const JSON_TYPES = /^application\/(json|a2a\+json|[\w.-]+\+json)$/i;
 
@@ -34,7 +34,7 @@ export function nestsDeeperThan(raw: Buffer, max: number): boolean {
 
 /**
  * The client went away while its body was being read (reset, aborted upload). Nothing can be answered on that
- * connection; the error boundary drops it quietly instead of logging an internal failure.
+ * connection; the door that answers failures drops it quietly instead of logging an internal failure.
  */
 export class ClientAbortedError extends Error {
   constructor(cause: Error) {
@@ -48,7 +48,7 @@ function tooLarge(limit: number): A2AError {
   return new A2AError("PAYLOAD_TOO_LARGE", `Request body exceeds ${limit} bytes`, { limit_bytes: limit }, { headers: { Connection: "close" } });
 }
 
-function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
+function readLimited(req: Readable, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -82,16 +82,13 @@ function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-/**
- * The request body, checked: size (on Content-Length and on the bytes read), JSON media type, nesting depth. Shared
- * by the Koa middleware and the JSON-RPC edge.
- */
-export async function readRequestBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] || "NaN");
+/** The request body, checked: size (on Content-Length and on the bytes read), JSON media type, nesting depth. */
+export async function readRequestBody(body: Readable, headers: IncomingHttpHeaders, limit: number): Promise<Buffer> {
+  const declared = Number(headers["content-length"] || "NaN");
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const raw = await readLimited(req, limit);
+  const raw = await readLimited(body, limit);
   if (raw.length > 0) {
-    const type = ((req.headers["content-type"] ?? "").split(";")[0] ?? "").trim();
+    const type = ((headers["content-type"] ?? "").split(";")[0] ?? "").trim();
     if (!JSON_TYPES.test(type))
       throw new A2AError(
         "CONTENT_TYPE_NOT_SUPPORTED",
@@ -107,10 +104,12 @@ export async function readRequestBody(req: IncomingMessage, limit: number): Prom
   return raw;
 }
 
-export function requestBody(limit: number) {
-  return async function body(ctx: Context, next: Next): Promise<void> {
-    if (!["POST", "PUT", "PATCH", "DELETE"].includes(ctx.method)) return next();
-    (ctx.state as RequestState).rawBody = await readRequestBody(ctx.req, limit);
-    await next();
+const WITH_BODY = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** The body step: the body of a request whose method has one, read and checked into `state.rawBody`. */
+export function readBody(limit: number): Step {
+  const read = async (ex: Exchange): Promise<void> => {
+    ex.state.rawBody = await readRequestBody(ex.body, ex.headers, limit);
   };
+  return (ex) => (WITH_BODY.has(ex.method) ? read(ex) : undefined);
 }

@@ -3,16 +3,11 @@
 // allow-list: a browser request (it carries `Origin`) to an authenticated route must come from an allowed origin;
 // allowed origins get CORS answers, including preflights. Public routes (cards, contract artifacts) answer any
 // origin. Requests without `Origin` (every non-browser client) are not affected.
-import type { Context, Next } from "koa";
-import { A2AError } from "../../contract/errors.js";
-import type { RouteLookup } from "../../contract/routes.js";
-import { EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER } from "../../protocol/extensions.js";
-import { VERSION_HEADER } from "../../protocol/version.js";
-
-export interface HostPolicy {
-  /** `*`, `name` (any port) or `name:port`; IPv6 in brackets. */
-  allowed: string[];
-}
+import { A2AError } from "../contract/errors.js";
+import type { RouteLookup } from "../contract/routes.js";
+import { EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER } from "../protocol/extensions.js";
+import { VERSION_HEADER } from "../protocol/version.js";
+import type { Step } from "./exchange.js";
 
 function splitHost(value: string): { name: string; port: string | undefined } {
   const v = value.trim().toLowerCase();
@@ -36,8 +31,11 @@ export function defaultAllowedHosts(publicUrl: string, bindHost: string): string
   return [...hosts];
 }
 
-/** The Host check as a plain function (the Koa middleware and the JSON-RPC edge share it); throws HOST_NOT_ALLOWED. */
-export function hostCheck(allowedHosts: string[]): (host: string | undefined) => void {
+/**
+ * The Host step; throws HOST_NOT_ALLOWED. Allow-list entries: `*`, `name` (any port) or `name:port`, IPv6 in
+ * brackets.
+ */
+export function checkHost(allowedHosts: string[]): Step {
   const any = allowedHosts.includes("*");
   const entries = allowedHosts.map(splitHost);
   const accepts = (host: string): boolean => {
@@ -45,7 +43,8 @@ export function hostCheck(allowedHosts: string[]): (host: string | undefined) =>
     return entries.some((e) => e.name === name && (e.port === undefined || e.port === port));
   };
   const seen = new Map<string, boolean>();
-  return (host) => {
+  return (ex) => {
+    const host = ex.headers.host;
     // HTTP/1.0 clients may omit Host; browsers never do, so a missing Host is no rebinding attempt.
     if (any || host === undefined) return;
     let ok = seen.get(host);
@@ -57,22 +56,15 @@ export function hostCheck(allowedHosts: string[]): (host: string | undefined) =>
   };
 }
 
-export function hostGuard(allowedHosts: string[]) {
-  const check = hostCheck(allowedHosts);
-  return async function hosts(ctx: Context, next: Next): Promise<void> {
-    check(ctx.headers.host);
-    await next();
-  };
-}
-
 const ALLOW_HEADERS = ["Authorization", "X-API-Key", "Content-Type", VERSION_HEADER, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, "If-None-Match", "traceparent", "tracestate"].join(", ");
 const EXPOSE_HEADERS = [VERSION_HEADER, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "ETag", "WWW-Authenticate"].join(", ");
 
 /**
- * The CORS answer to a request carrying `Origin` as a plain function (shared with the JSON-RPC edge): the headers
- * to add (the caller varies on Origin first), or ORIGIN_NOT_ALLOWED for an authenticated route.
+ * The Origin step, for requests carrying `Origin`: the CORS headers of an allowed origin (any origin on a public
+ * route), ORIGIN_NOT_ALLOWED otherwise; a preflight (OPTIONS with Access-Control-Request-Method) is answered here
+ * (204). The response varies on Origin first.
  */
-export function originCheck(allowedOrigins: string[], publicUrl: string): (origin: string, publicRoute: boolean) => Record<string, string> {
+export function checkOrigin(allowedOrigins: string[], publicUrl: string, routes: RouteLookup): Step {
   const any = allowedOrigins.includes("*");
   const allowed = new Set(allowedOrigins.map((o) => o.replace(/\/+$/, "").toLowerCase()));
   try {
@@ -80,7 +72,7 @@ export function originCheck(allowedOrigins: string[], publicUrl: string): (origi
   } catch {
     /* validated by the configuration */
   }
-  return (origin, publicRoute): Record<string, string> => {
+  const cors = (origin: string, publicRoute: boolean): Record<string, string> => {
     if (publicRoute) return { "Access-Control-Allow-Origin": "*" };
     if (!any && !allowed.has(origin.toLowerCase()))
       throw new A2AError("ORIGIN_NOT_ALLOWED", "Cross-origin calls from this origin are not allowed; see A2A_ALLOWED_ORIGINS", {
@@ -88,25 +80,20 @@ export function originCheck(allowedOrigins: string[], publicUrl: string): (origi
       });
     return { "Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": EXPOSE_HEADERS };
   };
-}
-
-export function originGuard(allowedOrigins: string[], publicUrl: string, routes: RouteLookup) {
-  const check = originCheck(allowedOrigins, publicUrl);
-  return async function origins(ctx: Context, next: Next): Promise<void> {
-    const origin = ctx.headers.origin;
-    if (origin === undefined) return next();
-    const preflight = ctx.method === "OPTIONS" && ctx.headers["access-control-request-method"] !== undefined;
-    const verb = preflight ? String(ctx.headers["access-control-request-method"]).toUpperCase() : ctx.method;
-    const { route, allowed: verbs } = routes(verb, ctx.path);
-    ctx.vary("Origin");
-    ctx.set(check(origin, route?.public === true));
-    if (preflight) {
-      ctx.set("Access-Control-Allow-Methods", (verbs.length ? verbs : [verb]).join(", "));
-      ctx.set("Access-Control-Allow-Headers", ALLOW_HEADERS);
-      ctx.set("Access-Control-Max-Age", "600");
-      ctx.status = 204;
-      return;
-    }
-    await next();
+  return (ex) => {
+    const origin = ex.headers.origin;
+    if (origin === undefined) return;
+    const requested = ex.headers["access-control-request-method"];
+    const preflight = ex.method === "OPTIONS" && requested !== undefined;
+    const verb = preflight ? String(requested).toUpperCase() : ex.method;
+    const { route, allowed: verbs } = routes(verb, ex.path);
+    ex.vary("Origin");
+    ex.setHeaders(cors(origin, route?.public === true));
+    if (!preflight) return;
+    ex.setHeader("Access-Control-Allow-Methods", (verbs.length ? verbs : [verb]).join(", "));
+    ex.setHeader("Access-Control-Allow-Headers", ALLOW_HEADERS);
+    ex.setHeader("Access-Control-Max-Age", "600");
+    ex.answerEmpty(204);
+    return true;
   };
 }
