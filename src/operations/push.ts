@@ -4,7 +4,8 @@
 import { invalid } from "../protocol/codec/common.js";
 import { codecFor } from "../protocol/codec/index.js";
 import type { PushService } from "../push/service.js";
-import type { Call, MethodHandler } from "./call.js";
+import type { PushNotificationConfigsHandlers } from "../../generated/contract/methods.js";
+import type { Call } from "./call.js";
 
 /**
  * The task and config ids of a REST route's path, whichever path family the route has: `/v1/tasks/{id}/
@@ -15,7 +16,7 @@ function restIds(params: Record<string, unknown>): { taskId?: unknown; configId?
   return "taskId" in params ? { taskId: params.taskId, configId: params.id } : { taskId: params.id, configId: params.configId };
 }
 
-export function pushHandlers(push: PushService): Record<string, MethodHandler> {
+export function pushHandlers(push: PushService) {
   const refOf = (params: Record<string, unknown>, call: Call) => {
     const codec = codecFor(call.line, call.transport);
     if (call.transport !== "rest") return codec.decodePushConfigRef(params);
@@ -45,5 +46,5 @@ export function pushHandlers(push: PushService): Record<string, MethodHandler> {
       push.delete(call.principal, { taskId: ref.taskId, id: ref.id });
       return codec.pushConfigDeleted();
     },
-  };
+  } satisfies PushNotificationConfigsHandlers<Call>;
 }
