@@ -2,7 +2,7 @@
 // methods, routes, extensions and errors comes from here.
 import fs from "node:fs";
 import path from "node:path";
-import type { ErrorReason, OperationName } from "../../generated/contract/methods.js";
+import type { ErrorReason, OperationName } from "../../generated/types/methods.js";
 
 export type ProtocolLine = "0.3" | "1.0";
 export const PROTOCOL_LINES: readonly ProtocolLine[] = ["0.3", "1.0"];

@@ -1,6 +1,6 @@
 // One error family for the whole gateway. Every A2AError names a reason from the generated error catalog (a reason
 // the catalog does not declare is a compile error); transports only shape it (src/protocol/errors.ts).
-import type { ErrorReason } from "../../generated/contract/methods.js";
+import type { ErrorReason } from "../../generated/types/methods.js";
 
 export type { ErrorReason };
 

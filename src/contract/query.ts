@@ -1,10 +1,10 @@
-// REST query parameters against the generated query schema of their route (generated/contract/queries.ts). Query
+// REST query parameters against the generated query schema of their route (generated/types/queries.ts). Query
 // values arrive as strings (or string arrays, when repeated) and are read the way the codecs read them (proto3
 // JSON: an integer may be a numeric string, a boolean "true" or "false"), so a query refused here gets exactly the
 // answer the codec would give: INVALID_PARAMS "Invalid params: <name> <description>" for the first offending
 // parameter, in declaration order.
-import { ROUTE_QUERIES, type QueryParameterSchema, type QuerySchema } from "../../generated/contract/queries.js";
-import type { OperationName } from "../../generated/contract/methods.js";
+import { ROUTE_QUERIES, type QueryParameterSchema, type QuerySchema } from "../../generated/types/queries.js";
+import type { OperationName } from "../../generated/types/methods.js";
 import type { Catalog, ProtocolLine } from "./catalog.js";
 import { invalidPayload } from "./errors.js";
 

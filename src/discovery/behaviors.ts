@@ -1,7 +1,7 @@
 // The service behaviours a deployment publishes in its wire contract and compatibility profile: how tracing,
 // extension activation, discovery, notifications, the core methods, request encoding, data parts and push
 // notifications behave on a line. Error codes and statuses are the catalog's.
-import type { ErrorReason } from "../../generated/contract/methods.js";
+import type { ErrorReason } from "../../generated/types/methods.js";
 import type { Catalog, ProtocolLine } from "../contract/catalog.js";
 import type { DeploymentFacts } from "./facts.js";
 

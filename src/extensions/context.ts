@@ -1,6 +1,6 @@
 // What every extension family handler may use. Families live in one file each (sessions.ts, discovery.ts,
 // workspace.ts, interrupts.ts) and export `handlers(deps)`, an object that satisfies the family's generated handler
-// interface (generated/contract/methods.ts).
+// interface (generated/types/methods.ts).
 import type { Logger } from "pino";
 import type { A2AMessageProjection, A2ATaskProjection } from "../../generated/types/extensions.js";
 import type { Config } from "../config/index.js";

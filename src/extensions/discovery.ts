@@ -5,7 +5,7 @@
 // `metadata.opencode.directory` (realpath + workspace-boundary check), else the deployment's default directory.
 // The catalog is reduced to the summaries of spec/extensions/opencode/discovery.tsp: provider `options` / `key` /
 // `env` (credentials, base URLs) and model `api` / `options` / `headers` / costs are never passed on.
-import type { ProviderDiscoveryHandlers } from "../../generated/contract/methods.js";
+import type { ProviderDiscoveryHandlers } from "../../generated/types/methods.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Model, Provider } from "../../generated/opencode/types.gen.js";
 import type { ModelSummary, ProviderSummary } from "../../generated/types/extensions.js";

@@ -13,7 +13,7 @@
 // TTL is expired during the tombstone window, then not found; the wrong method for the request's type is a type
 // mismatch; OpenCode answering 404 (it no longer knows the request) is not found and drops the binding. Replies go upstream to the instance (directory or
 // workspace) the asking session runs in, whatever routing hints the caller sends (they are only validated).
-import type { InteractiveInterruptHandlers, InterruptRecoveryHandlers } from "../../generated/contract/methods.js";
+import type { InteractiveInterruptHandlers, InterruptRecoveryHandlers } from "../../generated/types/methods.js";
 import type { InterruptReplyResult, PermissionDecision } from "../../generated/types/extensions.js";
 import { resolveRouting } from "../bridge/directory.js";
 import { invalidParams } from "../contract/errors.js";

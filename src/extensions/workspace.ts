@@ -12,7 +12,7 @@
 //   one directory, named after the worktree), and that name is the handle remove/reset accept;
 // - absolute paths inside upstream error details (e.g. git's "fatal: '/srv/repo' is a main working tree") are
 //   reduced to `…/<last segment>`.
-import type { WorkspaceControlHandlers } from "../../generated/contract/methods.js";
+import type { WorkspaceControlHandlers } from "../../generated/types/methods.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Project, Workspace, Worktree } from "../../generated/opencode/types.gen.js";
 import type { ProjectSummary, WorkspaceSummary, WorktreeSummary } from "../../generated/types/extensions.js";

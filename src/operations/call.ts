@@ -19,7 +19,7 @@ export interface Call {
 
 /**
  * A handler as the method registry holds it. Declared through a method so that its params are compared bivariantly:
- * a handler typed with its own method's params (generated/contract/methods.ts `Handler<M, Call>`) is one, since
+ * a handler typed with its own method's params (generated/types/methods.ts `Handler<M, Call>`) is one, since
  * the dispatcher validated the params against that method's schema before it runs.
  */
 export type MethodHandler = { handle(params: Record<string, unknown>, call: Call): Promise<unknown> }["handle"];

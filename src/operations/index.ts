@@ -2,7 +2,7 @@
 // handlers through their logical operation. Methods the catalog marks `not_implemented_until` answer
 // NOT_IMPLEMENTED (their issue owns them); push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED while the
 // `pushNotifications` capability is off (A2A_PUSH_NOTIFICATIONS_ENABLED=false, or no task runtime). Each family of
-// core operations satisfies its generated handler interface (generated/contract/methods.ts).
+// core operations satisfies its generated handler interface (generated/types/methods.ts).
 import {
   FAMILIES,
   type ExtendedCardHandlers,
@@ -13,7 +13,7 @@ import {
   type SessionsHandlers,
   type TasksHandlers,
   type WorkspaceControlHandlers,
-} from "../../generated/contract/methods.js";
+} from "../../generated/types/methods.js";
 import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
 import type { Call, MethodHandler } from "./call.js";
 import { A2AError } from "../contract/errors.js";

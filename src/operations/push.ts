@@ -4,7 +4,7 @@
 import { invalid } from "../protocol/codec/common.js";
 import { codecFor } from "../protocol/codec/index.js";
 import type { PushService } from "../push/service.js";
-import type { PushNotificationConfigsHandlers } from "../../generated/contract/methods.js";
+import type { PushNotificationConfigsHandlers } from "../../generated/types/methods.js";
 import type { Call } from "./call.js";
 
 /**

@@ -1,7 +1,7 @@
 // Handlers of the core task operations, shared by JSON-RPC and REST of both lines: decode with the caller's
 // codec, run on the TaskRuntime, encode for the caller's line. REST passes path and query parameters in `params`
 // and the request body in `params.body`; the query is checked against its route's generated schema first.
-import type { TasksHandlers } from "../../generated/contract/methods.js";
+import type { TasksHandlers } from "../../generated/types/methods.js";
 import { checkQuery, type QueryLookup } from "../contract/query.js";
 import { codecFor, type Codec } from "../protocol/codec/index.js";
 import type { SendParams, StreamEvent, Task } from "../protocol/model.js";

@@ -2,7 +2,7 @@
 // it gives exactly the answer the line's codec gives (or lets through what the codec takes), parameter by parameter,
 // so validating queries before the handlers changes no answer on the wire.
 import { describe, expect, it } from "vitest";
-import { ROUTE_QUERIES } from "../../generated/contract/queries.js";
+import { ROUTE_QUERIES } from "../../generated/types/queries.js";
 import { operationQueries, checkQuery } from "../../src/contract/query.js";
 import { codecFor } from "../../src/protocol/codec/index.js";
 import { catalog } from "../support/contract.js";

@@ -3,7 +3,7 @@
 // unknown error reason). Were the handler typing loose, the directive would be unused and the typecheck would fail.
 // At run time the generated families are checked against the catalog: every method belongs to exactly one.
 import { describe, expect, it } from "vitest";
-import { FAMILIES, type ErrorReason, type ProviderDiscoveryHandlers, type TasksHandlers } from "../../generated/contract/methods.js";
+import { FAMILIES, type ErrorReason, type ProviderDiscoveryHandlers, type TasksHandlers } from "../../generated/types/methods.js";
 import { A2AError } from "../../src/contract/errors.js";
 import type { Call } from "../../src/operations/index.js";
 import { catalog } from "../support/contract.js";

@@ -1,6 +1,6 @@
-// The typed contract (generated/contract/*.ts): method and error-reason unions, params and result types of every
-// method, one handler interface per method family, and the query schema of every route that takes query
-// parameters. As in TypeSpec's http-server-js emitter, the interfaces are generated and the handlers hand-written:
+// The typed contract (generated/types/methods.ts, generated/types/queries.ts): method and error-reason unions, params
+// and result types of every method, one handler interface per method family, and the query schema of every route
+// that takes query parameters. As in TypeSpec's http-server-js emitter, the interfaces are generated and the handlers hand-written:
 // `handlers satisfies SessionsHandlers<Call>` makes a missing or misspelled handler a compile error.
 import fs from "node:fs";
 import path from "node:path";
@@ -65,7 +65,7 @@ export function writeMethodTypes(catalog: Catalog, families: MethodFamily[], out
   });
   for (const op of operations) if (!owner.has(op)) throw new Error(`operation ${op} belongs to no core family`);
 
-  const imports = [...used].sort().map((g) => `import type * as ${groupAlias(g)} from "../types/${g}.js";`);
+  const imports = [...used].sort().map((g) => `import type * as ${groupAlias(g)} from "./${g}.js";`);
   const text = [
     HEADER + imports.join("\n") + "\n",
     `/** Every JSON-RPC method of the contract. */\nexport type MethodName =${union(catalog.methods.map((m) => m.name))};\n`,

@@ -50,8 +50,8 @@ async function generate(outRoot: string): Promise<void> {
 
     const validators = writeValidators(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "validators"));
     const types = writeSchemaTypes(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "types"));
-    writeMethodTypes(catalog, methodFamilies(program), path.join(outRoot, "contract", "methods.ts"));
-    const queries = writeQuerySchemas(catalog, raw, path.join(outRoot, "contract", "queries.ts"));
+    writeMethodTypes(catalog, methodFamilies(program), path.join(outRoot, "types", "methods.ts"));
+    const queries = writeQuerySchemas(catalog, raw, path.join(outRoot, "types", "queries.ts"));
 
     const upstreamSpec = path.join(root, "spec", "upstream", "opencode.openapi.json");
     await writeOpencodeClient(upstreamSpec, path.join(outRoot, "opencode"));

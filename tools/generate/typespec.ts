@@ -15,7 +15,7 @@ import {
 } from "@typespec/compiler";
 import { getAllHttpServices } from "@typespec/http";
 import { StateKeys } from "../../spec/lib/decorators.js";
-import type { OperationName } from "../../generated/contract/methods.js";
+import type { OperationName } from "../../generated/types/methods.js";
 import type { Catalog, ErrorEntry, ExtensionEntry, MethodEntry, ProtocolLine, RouteEntry } from "../../src/contract/catalog.js";
 
 export const specDir = path.resolve(import.meta.dirname, "../../spec");

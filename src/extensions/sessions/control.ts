@@ -1,6 +1,6 @@
 // The control methods of the sessions family: prompt_async, command, shell, fork, share, unshare, summarize, revert
 // and unrevert. Each runs under the owner guard (access.ts `guarded`).
-import type { SessionsHandlers } from "../../../generated/contract/methods.js";
+import type { SessionsHandlers } from "../../../generated/types/methods.js";
 import * as sdk from "../../../generated/opencode/sdk.gen.js";
 import type { Call } from "../../operations/index.js";
 import { compact, invalid } from "../../protocol/codec/common.js";

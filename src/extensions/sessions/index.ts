@@ -7,7 +7,7 @@
 // in input.ts.
 //
 // Request and response bodies of these methods are never logged: this family logs nothing about them.
-import type { SessionsHandlers } from "../../../generated/contract/methods.js";
+import type { SessionsHandlers } from "../../../generated/types/methods.js";
 import type { Call } from "../../operations/index.js";
 import type { ExtensionDeps } from "../context.js";
 import { SessionAccess } from "./access.js";

@@ -1,7 +1,7 @@
 // The reads of the sessions family: status, list, get, children, todo, diff, messages.list and messages.get.
 // Sessions the caller may not see are left out of lists and answer SESSION_NOT_FOUND when addressed (access.ts).
 import path from "node:path";
-import type { SessionsHandlers } from "../../../generated/contract/methods.js";
+import type { SessionsHandlers } from "../../../generated/types/methods.js";
 import * as sdk from "../../../generated/opencode/sdk.gen.js";
 import { SessionListParamsBounds, SessionMessagesListParamsBounds } from "../../../generated/types/extensions.js";
 import type { Call } from "../../operations/index.js";
