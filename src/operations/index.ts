@@ -15,12 +15,12 @@ import {
   type WorkspaceControlHandlers,
 } from "../../generated/types/methods.js";
 import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
-import type { Call, MethodHandler } from "./call.js";
 import { A2AError } from "../contract/errors.js";
+import { operationQueries } from "../contract/query.js";
 import type { PushService } from "../push/service.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
+import type { Call, MethodHandler } from "./call.js";
 import { pushHandlers } from "./push.js";
-import { operationQueries } from "../contract/query.js";
 import { taskHandlers } from "./tasks.js";
 
 export type { Call, MethodHandler } from "./call.js";

@@ -1,10 +1,12 @@
 // Handlers of the push notification config operations (push.set / get / list / delete), JSON-RPC and REST of both
 // lines: decode with the caller's codec, run on the PushService, encode for the caller's line. REST passes the path
-// parameters in `params` (0.3 `{id, configId}`, 1.0 `{taskId, id}`) and the body in `params.body`.
+// parameters in `params` (0.3 `{id, configId}`, 1.0 `{taskId, id}`) and the body in `params.body`. The query is not
+// read: push.list answers every config at once, so the pageSize and pageToken its 1.0 route declares are not checked
+// either (refusing a malformed one would turn an answer that succeeds today into an error).
+import type { PushNotificationConfigsHandlers } from "../../generated/types/methods.js";
 import { invalid } from "../protocol/codec/common.js";
 import { codecFor } from "../protocol/codec/index.js";
 import type { PushService } from "../push/service.js";
-import type { PushNotificationConfigsHandlers } from "../../generated/types/methods.js";
 import type { Call } from "./call.js";
 
 /**
