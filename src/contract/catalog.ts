@@ -2,6 +2,7 @@
 // methods, routes, extensions and errors comes from here.
 import fs from "node:fs";
 import path from "node:path";
+import type { ErrorReason, OperationName } from "../../generated/types/methods.js";
 
 export type ProtocolLine = "0.3" | "1.0";
 export const PROTOCOL_LINES: readonly ProtocolLine[] = ["0.3", "1.0"];
@@ -9,7 +10,7 @@ export const PROTOCOL_LINES: readonly ProtocolLine[] = ["0.3", "1.0"];
 export interface ErrorEntry {
   name: string;
   code: number;
-  reason: string;
+  reason: ErrorReason;
   message: string;
   http: number;
   grpc: string;
@@ -33,7 +34,7 @@ export interface MethodEntry {
   name: string;
   line: ProtocolLine | null;
   surface: "core" | "extension";
-  operation: string | null;
+  operation: OperationName | null;
   summary: string;
   params_schema: string;
   result: string;
@@ -53,7 +54,7 @@ export interface RouteEntry {
   path: string;
   kind: "a2a" | "discovery" | "artifact" | "operations" | "jsonrpc";
   line: ProtocolLine | null;
-  operation: string | null;
+  operation: OperationName | null;
   summary: string;
   public: boolean;
   streaming: boolean;

@@ -5,12 +5,9 @@ import path from "node:path";
 import { Compile } from "typebox/schema";
 import { validatorModules, type ValidatorModule } from "../../generated/validators/index.js";
 import { generatedDir } from "./catalog.js";
-import { A2AError } from "./errors.js";
+import type { Violation } from "./errors.js";
 
-export interface Violation {
-  field: string;
-  description: string;
-}
+export type { Violation };
 
 export type ValidationResult = { ok: true } | { ok: false; violations: Violation[] };
 
@@ -97,13 +94,8 @@ export function validate(id: string, value: unknown): ValidationResult | Promise
   return mod !== undefined ? verdictOf(mod, id, value) : validatorFor(id).then((m) => verdictOf(m, id, value));
 }
 
-/** The INVALID_PARAMS error for a failed validation, naming the offending fields. */
-export function invalidParams(what: string, violations: Violation[]): A2AError {
-  const first = violations[0]!;
-  return new A2AError(
-    "INVALID_PARAMS",
-    `${what}: ${first.field} ${first.description}`,
-    { field: first.field, fields: violations.map((v) => v.field), detail: first.description },
-    { fieldViolations: violations },
-  );
-}
+/**
+ * The failed-validation error (errors.ts invalidPayload) under the name src/transport/jsonrpc/index.ts and
+ * src/transport/rest/index.ts import it by.
+ */
+export { invalidPayload as invalidParams } from "./errors.js";

@@ -2,7 +2,9 @@
 // (every extension with its method contracts, the wire contract and the compatibility profile).
 import type { Catalog, ExtensionEntry, ProtocolLine } from "../contract/catalog.js";
 import type { CredentialResolver } from "../auth/index.js";
-import { buildCompatibilityProfile, buildWireContract, methodAvailability, type DeploymentFacts } from "./contract.js";
+import { buildWireContract } from "./contract.js";
+import { methodAvailability, type DeploymentFacts } from "./facts.js";
+import { buildCompatibilityProfile } from "./profiles.js";
 
 export interface CardIdentity {
   name: string;

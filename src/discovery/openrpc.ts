@@ -3,7 +3,7 @@
 // server adds the deployment's facts (servers, availability of toggled methods, required extensions) per request line.
 import type { Catalog, ErrorEntry, MethodEntry, ProtocolLine } from "../contract/catalog.js";
 import { A2A_DOMAIN, PROJECT_DOMAIN } from "../protocol/errors.js";
-import { methodAvailability, methodsOfLine, type DeploymentFacts } from "./contract.js";
+import { methodAvailability, methodsOfLine, type DeploymentFacts } from "./facts.js";
 
 export const OPENRPC_VERSION = "1.3.2";
 

@@ -5,11 +5,13 @@
 // `metadata.opencode.directory` (realpath + workspace-boundary check), else the deployment's default directory.
 // The catalog is reduced to the summaries of spec/extensions/opencode/discovery.tsp: provider `options` / `key` /
 // `env` (credentials, base URLs) and model `api` / `options` / `headers` / costs are never passed on.
+import type { ProviderDiscoveryHandlers } from "../../generated/types/methods.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Model, Provider } from "../../generated/opencode/types.gen.js";
+import type { ModelSummary, ProviderSummary } from "../../generated/types/extensions.js";
 import { resolveRouting } from "../bridge/directory.js";
 import type { Metadata } from "../protocol/model.js";
-import type { Call, MethodHandler } from "../operations/index.js";
+import type { Call } from "../operations/index.js";
 import { withTrace } from "../tracing/index.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
@@ -19,29 +21,6 @@ interface ProviderCatalog {
   all: Provider[];
   default: Record<string, string>;
   connected: string[];
-}
-
-export interface ProviderSummary {
-  provider_id: string;
-  name: string;
-  source?: string;
-  connected: boolean;
-  default_model_id?: string;
-  model_count: number;
-}
-
-export interface ModelSummary {
-  provider_id: string;
-  model_id: string;
-  name: string;
-  status?: string;
-  context_window?: number;
-  max_output_tokens?: number;
-  supports_reasoning?: boolean;
-  supports_tool_call?: boolean;
-  supports_attachments?: boolean;
-  default: boolean;
-  connected: boolean;
 }
 
 interface CatalogFields {
@@ -105,7 +84,7 @@ function providerSummary(provider: Provider, fields: CatalogFields): ProviderSum
   return out;
 }
 
-export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
+export function handlers(deps: ExtensionDeps) {
   async function readCatalog(params: Record<string, unknown>, c: Call): Promise<{ catalog: ProviderCatalog; fields: CatalogFields }> {
     const routing = withTrace(resolveRouting(params.metadata as Metadata | undefined, deps.routing), c.trace);
     let catalog: ProviderCatalog;
@@ -133,5 +112,5 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
         .flatMap((p) => models(p).map(([key, model]) => modelSummary(p, key, model, fields)));
       return { items, ...fields };
     },
-  };
+  } satisfies ProviderDiscoveryHandlers<Call>;
 }

@@ -1,25 +1,15 @@
 // The handlers of every extension method (opencode.*, a2a.interrupt.*, tasks/provideInputAndContinue), by
-// JSON-RPC method name, merged from the family modules.
-import type { MethodHandler } from "../operations/index.js";
+// JSON-RPC method name, merged from the family modules. Each family satisfies its generated handler interface, so
+// the families cannot overlap and together they handle every extension method of the contract.
+import type { ExtensionHandlers } from "../operations/index.js";
 import type { ExtensionDeps } from "./context.js";
 import { handlers as discovery } from "./discovery.js";
 import { handlers as interrupts } from "./interrupts.js";
-import { handlers as sessions } from "./sessions.js";
+import { handlers as sessions } from "./sessions/index.js";
 import { handlers as workspace } from "./workspace.js";
 
 export type { ExtensionDeps } from "./context.js";
 
-type Family = (deps: ExtensionDeps) => Record<string, MethodHandler>;
-
-const families: Family[] = [sessions, discovery, workspace, interrupts];
-
-export function extensionHandlers(deps: ExtensionDeps): Record<string, MethodHandler> {
-  const all: Record<string, MethodHandler> = {};
-  for (const family of families) {
-    for (const [name, handler] of Object.entries(family(deps))) {
-      if (all[name] !== undefined) throw new Error(`extension method ${name} is handled twice`);
-      all[name] = handler;
-    }
-  }
-  return all;
+export function extensionHandlers(deps: ExtensionDeps): ExtensionHandlers {
+  return { ...sessions(deps), ...discovery(deps), ...workspace(deps), ...interrupts(deps) } satisfies ExtensionHandlers;
 }

@@ -5,11 +5,16 @@
 // (`InterruptHooks.answer`). It is built before the runtime (which reports to it) and reaches the runtime lazily.
 import type { Logger } from "pino";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
+import {
+  PermissionDecisionValues,
+  type InterruptDetails,
+  type InterruptRecoveryItem,
+  type PermissionDecision,
+} from "../../generated/types/extensions.js";
 import type { Principal } from "../auth/index.js";
 import { userText } from "../bridge/parts.js";
-import { PERMISSION_REPLIES } from "../bridge/stream-mapper.js";
 import type { Config } from "../config/index.js";
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import type { Message, Metadata } from "../protocol/model.js";
 import type { InterruptHooks, PendingInterrupt, TaskRuntime } from "../runtime/tasks.js";
 import type { Storage } from "../storage/index.js";
@@ -19,24 +24,16 @@ import type { CallContext, SdkResult, UpstreamClient } from "../upstream/client.
 import { UpstreamError } from "../upstream/errors.js";
 import { isObject } from "../util/object.js";
 
-type PermissionDecision = (typeof PERMISSION_REPLIES)[number];
-
-export function invalidParams(field: string, message: string, data: Record<string, unknown> = {}): A2AError {
-  return new A2AError("INVALID_PARAMS", message, { field, fields: [field], ...data }, {
-    fieldViolations: [{ field, description: message }],
-  });
-}
-
 /** The permission decisions advertised in the interrupt details (`permission_options[].id` or `reply_options`). */
 export function advertisedPermissionOptions(details: Metadata): PermissionDecision[] {
-  const known = new Set<string>(PERMISSION_REPLIES);
+  const known = new Set<string>(PermissionDecisionValues);
   const ids: string[] = [];
   if (Array.isArray(details.permission_options)) {
     for (const o of details.permission_options) if (isObject(o) && typeof o.id === "string") ids.push(o.id);
   }
   if (Array.isArray(details.reply_options)) for (const o of details.reply_options) if (typeof o === "string") ids.push(o);
   const advertised = [...new Set(ids)].filter((id): id is PermissionDecision => known.has(id));
-  return advertised.length > 0 || ids.length > 0 ? advertised : [...PERMISSION_REPLIES];
+  return advertised.length > 0 || ids.length > 0 ? advertised : [...PermissionDecisionValues];
 }
 
 interface QuestionShape {
@@ -64,15 +61,15 @@ function normalizeAnswer(text: string, question: QuestionShape | undefined): str
 export function answersFromMessage(details: Metadata, message: Message): string[][] {
   const questions = questionsOf(details);
   const text = userText(message).trim();
-  if (text === "") throw invalidParams("message.parts", "The task waits for an answer to a question: send it as text");
+  if (text === "") throw invalidParams("The task waits for an answer to a question: send it as text", "message.parts");
   if (questions.length <= 1) return [[normalizeAnswer(text, questions[0])]];
   const parts = message.parts.flatMap((p) => (p.kind === "text" && p.text.trim() !== "" ? [p.text] : []));
   const lines = text.split(/\r?\n/).filter((l) => l.trim() !== "");
   const given = parts.length === questions.length ? parts : lines.length === questions.length ? lines : undefined;
   if (given === undefined) {
     throw invalidParams(
-      "message.parts",
       `The task waits for answers to ${questions.length} questions: send one text part (or one line) per question, in order, or use a2a.interrupt.question.reply`,
+      "message.parts",
     );
   }
   return given.map((answer, i) => [normalizeAnswer(answer, questions[i])]);
@@ -84,22 +81,23 @@ function permissionFromText(details: Metadata, message: Message): PermissionDeci
   const hit = options.find((o) => o === text);
   if (hit !== undefined) return hit;
   throw invalidParams(
-    "message.parts",
     `The task waits for a permission decision: answer with one of ${options.map((o) => `"${o}"`).join(", ")} ` +
       "(or use a2a.interrupt.permission.reply, or tasks/provideInputAndContinue with permissionOptionId)",
+    "message.parts",
     { supported: options },
   );
 }
 
-/** The recovery view of a binding (spec: InterruptRecoveryItem). */
-function recoveryItem(record: InterruptRecord): Record<string, unknown> {
+/** The recovery view of a binding. */
+function recoveryItem(record: InterruptRecord): InterruptRecoveryItem {
   return {
     request_id: record.requestId,
     session_id: record.sessionId,
     interrupt_type: record.type,
     task_id: record.taskId,
     context_id: record.contextId,
-    details: record.details,
+    // Stored as the stream mapper reported them, in the spec's shape of the interrupt's type.
+    details: record.details as InterruptDetails,
     expires_at: new Date(record.expiresAt).toISOString(),
   };
 }
@@ -176,7 +174,7 @@ export class InterruptRegistry implements InterruptHooks {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     const count = questionsOf(record.details).length;
     if (count > 0 && answers.length !== count) {
-      throw invalidParams("answers", `request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, {
+      throw invalidParams(`request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, "answers", {
         request_id: requestId,
       });
     }
@@ -194,14 +192,14 @@ export class InterruptRegistry implements InterruptHooks {
   async answerTaskPermission(principal: Principal, taskId: string, option: string, trace?: TraceContext): Promise<void> {
     const pending = this.deps.tasks().pendingInterrupt(principal, taskId);
     if (pending === undefined || pending.type !== "permission") {
-      throw invalidParams("permissionOptionId", `Task ${taskId} has no pending permission request`, { task_id: taskId });
+      throw invalidParams(`Task ${taskId} has no pending permission request`, "permissionOptionId", { task_id: taskId });
     }
     const options = advertisedPermissionOptions(pending.details);
     const decision = options.find((o) => o === option);
     if (decision === undefined) {
       throw invalidParams(
-        "permissionOptionId",
         `permissionOptionId must be one of the advertised permission options: ${options.map((o) => `"${o}"`).join(", ")}`,
+        "permissionOptionId",
         { supported: options },
       );
     }
@@ -210,7 +208,7 @@ export class InterruptRegistry implements InterruptHooks {
     this.#resumeTask(principal, record);
   }
 
-  list(principal: Principal, type: InterruptType): Record<string, unknown>[] {
+  list(principal: Principal, type: InterruptType): InterruptRecoveryItem[] {
     this.#store.purgeExpired();
     return this.#store
       .listLive(principal.admin ? undefined : principal.id, type)

@@ -13,24 +13,23 @@
 // TTL is expired during the tombstone window, then not found; the wrong method for the request's type is a type
 // mismatch; OpenCode answering 404 (it no longer knows the request) is not found and drops the binding. Replies go upstream to the instance (directory or
 // workspace) the asking session runs in, whatever routing hints the caller sends (they are only validated).
+import type { InteractiveInterruptHandlers, InterruptRecoveryHandlers } from "../../generated/types/methods.js";
+import type { InterruptReplyResult, PermissionDecision } from "../../generated/types/extensions.js";
 import { resolveRouting } from "../bridge/directory.js";
-import { PERMISSION_REPLIES } from "../bridge/stream-mapper.js";
-import type { MethodHandler } from "../operations/index.js";
+import { invalidParams } from "../contract/errors.js";
+import type { Call } from "../operations/index.js";
 import { codecFor } from "../protocol/codec/index.js";
 import { filterTask, resultAccess } from "../runtime/result-scope.js";
 import { isObject } from "../util/object.js";
-import type { ExtensionDeps } from "./context.js";
-import { invalidParams } from "./interrupt-registry.js";
+import { taskProjection, type ExtensionDeps } from "./context.js";
 
-type PermissionDecision = (typeof PERMISSION_REPLIES)[number];
-
-export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
+export function handlers(deps: ExtensionDeps) {
   const registry = deps.interrupts;
   /** Routing hints are validated (bad values are invalid params) but replies go to the asking session's instance. */
   const checkRouting = (params: Record<string, unknown>): void => {
     if (params.metadata !== undefined) resolveRouting(isObject(params.metadata) ? params.metadata : {}, deps.routing);
   };
-  const ok = (requestId: string) => ({ ok: true, request_id: requestId });
+  const ok = (requestId: string): InterruptReplyResult => ({ ok: true, request_id: requestId });
   return {
     "a2a.interrupt.permission.reply": async (params, call) => {
       checkRouting(params);
@@ -57,7 +56,7 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
       const hasInput = params.input !== undefined && params.input !== null;
       const hasOption = params.permissionOptionId !== undefined && params.permissionOptionId !== null;
       if (hasInput === hasOption) {
-        throw invalidParams(hasInput ? "permissionOptionId" : "input", "Give exactly one of input and permissionOptionId", {
+        throw invalidParams("Give exactly one of input and permissionOptionId", hasInput ? "permissionOptionId" : "input", {
           fields: ["input", "permissionOptionId"],
         });
       }
@@ -65,17 +64,17 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
       if (hasInput) {
         const message = codec.decodeMessage(params.input, "input");
         if (message.taskId !== undefined && message.taskId !== taskId) {
-          throw invalidParams("input.taskId", `input.taskId must be the task being continued (${taskId})`);
+          throw invalidParams(`input.taskId must be the task being continued (${taskId})`, "input.taskId");
         }
         // The runtime routes a follow-up to an input-required task through `answer` and waits like message/send.
         const task = await deps.runtime.send(call.principal, {
           message: { ...message, taskId },
           ...(isObject(params.metadata) ? { metadata: params.metadata } : {}),
         });
-        return codec.task(filterTask(task, resultAccess(call.principal)));
+        return taskProjection(codec, filterTask(task, resultAccess(call.principal)));
       }
       await registry.answerTaskPermission(call.principal, taskId, String(params.permissionOptionId), call.trace);
-      return codec.task(filterTask(await deps.runtime.settled(call.principal, taskId), resultAccess(call.principal)));
+      return taskProjection(codec, filterTask(await deps.runtime.settled(call.principal, taskId), resultAccess(call.principal)));
     },
     "opencode.permissions.list": async (params, call) => {
       checkRouting(params);
@@ -85,5 +84,5 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
       checkRouting(params);
       return { items: registry.list(call.principal, "question") };
     },
-  };
+  } satisfies InteractiveInterruptHandlers<Call> & InterruptRecoveryHandlers<Call>;
 }

@@ -12,36 +12,17 @@
 //   one directory, named after the worktree), and that name is the handle remove/reset accept;
 // - absolute paths inside upstream error details (e.g. git's "fatal: '/srv/repo' is a main working tree") are
 //   reduced to `…/<last segment>`.
+import type { WorkspaceControlHandlers } from "../../generated/types/methods.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Project, Workspace, Worktree } from "../../generated/opencode/types.gen.js";
-import { A2AError } from "../contract/errors.js";
-import type { MethodHandler } from "../operations/index.js";
+import type { ProjectSummary, WorkspaceSummary, WorktreeSummary } from "../../generated/types/extensions.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
+import type { Call } from "../operations/index.js";
 import type { TraceContext } from "../tracing/index.js";
 import type { CallContext, SdkResult } from "../upstream/client.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { ExtensionDeps } from "./context.js";
 import { isObject } from "../util/object.js";
-
-export interface ProjectSummary {
-  id: string;
-  name?: string;
-  vcs?: string;
-  worktree?: string;
-}
-
-export interface WorkspaceSummary {
-  id: string;
-  type: string;
-  name?: string;
-  branch?: string | null;
-  directory?: string;
-}
-
-export interface WorktreeSummary {
-  name: string;
-  branch?: string;
-  directory?: string;
-}
 
 const nonEmpty = (v: unknown): v is string => typeof v === "string" && v !== "";
 
@@ -69,11 +50,10 @@ function lastSegment(directory: string): string {
   return directory.replace(/[/\\]+$/, "").split(/[/\\]/).at(-1) ?? directory;
 }
 
-function invalid(field: string, message: string, fields: string[] = [field]): A2AError {
-  return new A2AError("INVALID_PARAMS", message, { field, fields, detail: message }, { fieldViolations: fields.map((f) => ({ field: f, description: message })) });
-}
+/** A worktree request names its target by either field. */
+const NAME_OR_DIRECTORY = ["request.name", "request.directory"];
 
-export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
+export function handlers(deps: ExtensionDeps) {
   const expose = deps.config.exposeWorkspaceRoot;
 
   /** One upstream call on the default routing; failures become typed A2A errors, with paths redacted. */
@@ -119,15 +99,22 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
   async function targetDirectory(request: Record<string, unknown>, trace?: TraceContext): Promise<string> {
     const { name, directory } = request;
     if (name !== undefined && directory !== undefined) {
-      throw invalid("request", "give either request.name or request.directory, not both", ["request.name", "request.directory"]);
+      const both = "give either request.name or request.directory, not both";
+      throw invalidParams(both, NAME_OR_DIRECTORY, { field: "request", detail: both });
     }
     if (typeof directory === "string") return directory;
     if (typeof name !== "string") {
-      throw invalid("request.name", "request.name (or request.directory) is required", ["request.name", "request.directory"]);
+      const neither = "request.name (or request.directory) is required";
+      throw invalidParams(neither, NAME_OR_DIRECTORY, { detail: neither });
     }
     const matches = (await listWorktrees(trace)).filter((d) => lastSegment(d) === name);
-    if (matches.length === 0) throw invalid("request.name", `no worktree named ${JSON.stringify(name)} in the active OpenCode project`);
-    if (matches.length > 1) throw invalid("request.name", `worktree name ${JSON.stringify(name)} is ambiguous; pass request.directory`);
+    if (matches.length !== 1) {
+      const problem =
+        matches.length === 0
+          ? `no worktree named ${JSON.stringify(name)} in the active OpenCode project`
+          : `worktree name ${JSON.stringify(name)} is ambiguous; pass request.directory`;
+      throw invalidParams(problem, "request.name", { detail: problem });
+    }
     return matches[0]!;
   }
 
@@ -201,5 +188,5 @@ export function handlers(deps: ExtensionDeps): Record<string, MethodHandler> {
       const ok = await call("worktreeReset", (c) => sdk.worktreeReset({ ...c, body: { directory } }), (d) => typeof d === "boolean", k.trace);
       return { ok };
     },
-  };
+  } satisfies WorkspaceControlHandlers<Call>;
 }

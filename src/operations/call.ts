@@ -17,4 +17,9 @@ export interface Call {
   trace?: TraceContext | undefined;
 }
 
-export type MethodHandler = (params: Record<string, unknown>, call: Call) => Promise<unknown>;
+/**
+ * A handler as the method registry holds it. Declared through a method so that its params are compared bivariantly:
+ * a handler typed with its own method's params (generated/types/methods.ts `Handler<M, Call>`) is one, since
+ * the dispatcher validated the params against that method's schema before it runs.
+ */
+export type MethodHandler = { handle(params: Record<string, unknown>, call: Call): Promise<unknown> }["handle"];

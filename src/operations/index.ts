@@ -1,16 +1,36 @@
 // The method registry: one handler per JSON-RPC method of the generated catalog. REST routes reach the same
 // handlers through their logical operation. Methods the catalog marks `not_implemented_until` answer
 // NOT_IMPLEMENTED (their issue owns them); push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED while the
-// `pushNotifications` capability is off (A2A_PUSH_NOTIFICATIONS_ENABLED=false, or no task runtime).
+// `pushNotifications` capability is off (A2A_PUSH_NOTIFICATIONS_ENABLED=false, or no task runtime). Each family of
+// core operations satisfies its generated handler interface (generated/types/methods.ts).
+import {
+  FAMILIES,
+  type ExtendedCardHandlers,
+  type InteractiveInterruptHandlers,
+  type InterruptRecoveryHandlers,
+  type ProviderDiscoveryHandlers,
+  type PushNotificationConfigsHandlers,
+  type SessionsHandlers,
+  type TasksHandlers,
+  type WorkspaceControlHandlers,
+} from "../../generated/types/methods.js";
 import type { Catalog, MethodEntry, ProtocolLine } from "../contract/catalog.js";
-import type { MethodHandler } from "./call.js";
 import { A2AError } from "../contract/errors.js";
+import { operationQueries } from "../contract/query.js";
 import type { PushService } from "../push/service.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
+import type { Call, MethodHandler } from "./call.js";
 import { pushHandlers } from "./push.js";
 import { taskHandlers } from "./tasks.js";
 
 export type { Call, MethodHandler } from "./call.js";
+
+/** The handlers of every extension method (src/extensions), one generated interface per family. */
+export type ExtensionHandlers = SessionsHandlers<Call> &
+  ProviderDiscoveryHandlers<Call> &
+  WorkspaceControlHandlers<Call> &
+  InteractiveInterruptHandlers<Call> &
+  InterruptRecoveryHandlers<Call>;
 
 export interface OperationDeps {
   /** The extended card of `line`, or the dual card of both lines (`dual`). */
@@ -20,7 +40,7 @@ export interface OperationDeps {
   /** Push notification configs and delivery; without it the push-config methods answer PUSH_NOTIFICATION_NOT_SUPPORTED. */
   push?: PushService;
   /** Extension method handlers by JSON-RPC name (src/extensions). */
-  extensions?: Record<string, MethodHandler>;
+  extensions?: ExtensionHandlers;
 }
 
 function notImplemented(m: MethodEntry): MethodHandler {
@@ -36,32 +56,36 @@ const pushNotSupported: MethodHandler = async () => {
   throw new A2AError("PUSH_NOTIFICATION_NOT_SUPPORTED", "This agent does not deliver push notifications (capabilities.pushNotifications is false)");
 };
 
-/** Handlers for logical core operations that are implemented in this build. */
 const noUpstream: MethodHandler = async () => {
   throw new A2AError("UPSTREAM_UNREACHABLE", "This gateway runs without an OpenCode upstream", { detail: "no upstream configured" });
 };
 
-function coreHandlers(deps: OperationDeps): Record<string, MethodHandler> {
-  const tasks =
-    deps.tasks === undefined
-      ? Object.fromEntries(["send", "stream", "get", "list", "cancel", "subscribe"].map((op) => [op, noUpstream]))
-      : taskHandlers(deps.tasks, deps.push);
-  return {
-    ...tasks,
+/** The same handler for every member of a family (a capability that is off answers all of them alike). */
+function everyMember<K extends string>(members: readonly K[], handler: MethodHandler): Record<K, MethodHandler> {
+  return Object.fromEntries(members.map((m) => [m, handler])) as Record<K, MethodHandler>;
+}
+
+type CoreHandlers = TasksHandlers<Call> & PushNotificationConfigsHandlers<Call> & ExtendedCardHandlers<Call>;
+
+function coreHandlers(catalog: Catalog, deps: OperationDeps): CoreHandlers {
+  const tasks: TasksHandlers<Call> =
+    deps.tasks === undefined ? everyMember(FAMILIES.Tasks, noUpstream) : taskHandlers(deps.tasks, deps.push, operationQueries(catalog));
+  const push: PushNotificationConfigsHandlers<Call> =
+    deps.push === undefined ? everyMember(FAMILIES.PushNotificationConfigs, pushNotSupported) : pushHandlers(deps.push);
+  const card = {
     "extended-card": async (_params, call) => deps.extendedCard(call.versionless === true ? "dual" : call.line),
-    ...(deps.push === undefined
-      ? { "push.set": pushNotSupported, "push.get": pushNotSupported, "push.list": pushNotSupported, "push.delete": pushNotSupported }
-      : pushHandlers(deps.push)),
-  };
+  } satisfies ExtendedCardHandlers<Call>;
+  return { ...tasks, ...push, ...card };
 }
 
 export function buildMethodRegistry(catalog: Catalog, deps: OperationDeps): Map<string, MethodHandler> {
-  const byOperation = coreHandlers(deps);
+  const byOperation: CoreHandlers = coreHandlers(catalog, deps);
+  const extensions: Partial<Record<string, MethodHandler>> = { ...deps.extensions };
   const registry = new Map<string, MethodHandler>();
   for (const m of catalog.methods) {
     if (m.not_implemented_until) registry.set(m.name, notImplemented(m));
-    else if (m.operation && byOperation[m.operation]) registry.set(m.name, byOperation[m.operation]!);
-    else if (m.surface !== "core") registry.set(m.name, deps.extensions?.[m.name] ?? noUpstream);
+    else if (m.operation !== null) registry.set(m.name, byOperation[m.operation]);
+    else if (m.surface === "extension") registry.set(m.name, extensions[m.name] ?? noUpstream);
   }
   return registry;
 }

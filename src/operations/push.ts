@@ -1,10 +1,13 @@
 // Handlers of the push notification config operations (push.set / get / list / delete), JSON-RPC and REST of both
 // lines: decode with the caller's codec, run on the PushService, encode for the caller's line. REST passes the path
-// parameters in `params` (0.3 `{id, configId}`, 1.0 `{taskId, id}`) and the body in `params.body`.
+// parameters in `params` (0.3 `{id, configId}`, 1.0 `{taskId, id}`) and the body in `params.body`. The query is not
+// read: push.list answers every config at once, so the pageSize and pageToken its 1.0 route declares are not checked
+// either (refusing a malformed one would turn an answer that succeeds today into an error).
+import type { PushNotificationConfigsHandlers } from "../../generated/types/methods.js";
 import { invalid } from "../protocol/codec/common.js";
 import { codecFor } from "../protocol/codec/index.js";
 import type { PushService } from "../push/service.js";
-import type { Call, MethodHandler } from "./call.js";
+import type { Call } from "./call.js";
 
 /**
  * The task and config ids of a REST route's path, whichever path family the route has: `/v1/tasks/{id}/
@@ -15,7 +18,7 @@ function restIds(params: Record<string, unknown>): { taskId?: unknown; configId?
   return "taskId" in params ? { taskId: params.taskId, configId: params.id } : { taskId: params.id, configId: params.configId };
 }
 
-export function pushHandlers(push: PushService): Record<string, MethodHandler> {
+export function pushHandlers(push: PushService) {
   const refOf = (params: Record<string, unknown>, call: Call) => {
     const codec = codecFor(call.line, call.transport);
     if (call.transport !== "rest") return codec.decodePushConfigRef(params);
@@ -45,5 +48,5 @@ export function pushHandlers(push: PushService): Record<string, MethodHandler> {
       push.delete(call.principal, { taskId: ref.taskId, id: ref.id });
       return codec.pushConfigDeleted();
     },
-  };
+  } satisfies PushNotificationConfigsHandlers<Call>;
 }

@@ -1,13 +1,15 @@
 // Handlers of the core task operations, shared by JSON-RPC and REST of both lines: decode with the caller's
 // codec, run on the TaskRuntime, encode for the caller's line. REST passes path and query parameters in `params`
-// and the request body in `params.body`.
+// and the request body in `params.body`; the query is checked against its route's generated schema first.
+import type { TasksHandlers } from "../../generated/types/methods.js";
+import { checkQuery, type QueryLookup } from "../contract/query.js";
 import { codecFor, type Codec } from "../protocol/codec/index.js";
 import type { SendParams, StreamEvent, Task } from "../protocol/model.js";
 import type { PushService } from "../push/service.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../runtime/result-scope.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
 import { EventStream } from "./stream.js";
-import type { Call, MethodHandler } from "./call.js";
+import type { Call } from "./call.js";
 
 function codecOf(call: Call): Codec {
   return codecFor(call.line, call.transport);
@@ -18,8 +20,10 @@ function payload(params: Record<string, unknown>, call: Call): unknown {
   return call.transport === "rest" ? (params.body ?? {}) : params;
 }
 
-/** REST: path + query parameters without the body. */
-function pathAndQuery(params: Record<string, unknown>): Record<string, unknown> {
+/** REST: path + query parameters without the body, the query checked against the schema of the call's route. */
+function pathAndQuery(params: Record<string, unknown>, call: Call, queries: QueryLookup): Record<string, unknown> {
+  const schema = queries(call.line, call.method.operation!);
+  if (schema !== undefined) checkQuery(schema, params);
   const { body: _body, ...rest } = params;
   return rest;
 }
@@ -55,7 +59,9 @@ function sendTimeConfig(push: PushService | undefined, call: Call, send: SendPar
   return (task) => push.set(call.principal, call.line, { ...config, taskId: task.id }, false, where);
 }
 
-export function taskHandlers(runtime: TaskRuntime, push?: PushService): Record<string, MethodHandler> {
+export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined, queries: QueryLookup) {
+  /** The REST params a handler reads, or the JSON-RPC params as they are. */
+  const input = (params: Record<string, unknown>, call: Call) => (call.transport === "rest" ? pathAndQuery(params, call, queries) : params);
   return {
     send: async (params, call) => {
       const codec = codecOf(call);
@@ -72,13 +78,13 @@ export function taskHandlers(runtime: TaskRuntime, push?: PushService): Record<s
     },
     get: async (params, call) => {
       const codec = codecOf(call);
-      const query = codec.decodeTaskQuery(call.transport === "rest" ? pathAndQuery(params) : params);
+      const query = codec.decodeTaskQuery(input(params, call));
       const task = filterTask(runtime.read(call.principal, query.id), resultAccess(call.principal));
       return codec.task(task, query.historyLength === undefined ? {} : { historyLength: query.historyLength });
     },
     list: async (params, call) => {
       const codec = codecOf(call);
-      const list = codec.decodeListParams(call.transport === "rest" ? pathAndQuery(params) : params);
+      const list = codec.decodeListParams(input(params, call));
       const result = runtime.list(call.principal, list);
       const access = resultAccess(call.principal);
       return codec.listResult(
@@ -97,13 +103,13 @@ export function taskHandlers(runtime: TaskRuntime, push?: PushService): Record<s
     },
     cancel: async (params, call) => {
       const codec = codecOf(call);
-      const { id } = codec.decodeTaskId(call.transport === "rest" ? pathAndQuery(params) : params);
+      const { id } = codec.decodeTaskId(input(params, call));
       return codec.task(filterTask(await runtime.cancel(call.principal, id), resultAccess(call.principal)));
     },
     subscribe: async (params, call) => {
       const codec = codecOf(call);
-      const { id } = codec.decodeTaskId(call.transport === "rest" ? { ...pathAndQuery(params), ...((params.body as object) ?? {}) } : params);
+      const { id } = codec.decodeTaskId(call.transport === "rest" ? { ...input(params, call), ...((params.body as object) ?? {}) } : params);
       return toEventStream(codec, runtime.subscribe(call.principal, id, call.line), resultAccess(call.principal));
     },
-  };
+  } satisfies TasksHandlers<Call>;
 }

@@ -43,7 +43,7 @@ const byName = (name: string): MethodEntry => {
   if (!m) throw new Error(`${name} is not in the catalog`);
   return m;
 };
-const ORIGIN = new Map(catalog.errors["0.3"].map((e) => [e.reason, e.origin]));
+const ORIGIN = new Map<string, string>(catalog.errors["0.3"].map((e) => [e.reason, e.origin]));
 /** Every toggle of the catalog switched on (the gateways where toggled methods must be callable). */
 const ALL_TOGGLES = Object.fromEntries([...new Set(EXT.flatMap((m) => (m.toggle ? [m.toggle] : [])))].map((t) => [t, "true"]));
 const UPSTREAM_TIMEOUT_S = 2;

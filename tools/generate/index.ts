@@ -4,9 +4,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stringify as toYaml } from "yaml";
-import { buildCatalog, compileJsonSchema, compileOpenApi, schemaGroups } from "./typespec.js";
+import { buildCatalog, compileJsonSchema, compileOpenApi, methodFamilies, schemaGroups } from "./typespec.js";
 import { writeValidators } from "./validators.js";
-import { writeOpenApiTypes, writeOpencodeClient } from "./clients.js";
+import { writeOpencodeClient } from "./clients.js";
+import { writeMethodTypes, writeQuerySchemas } from "./contract.js";
+import { writeSchemaTypes } from "./types.js";
 import { decorateOpenApi } from "./openapi.js";
 import { buildOpenRpcDocuments } from "./openrpc.js";
 
@@ -46,15 +48,18 @@ async function generate(outRoot: string): Promise<void> {
     for (const [line, doc] of Object.entries(buildOpenRpcDocuments(catalog, path.join(outRoot, "json-schema"), version)))
       writeJson(path.join(outRoot, "openrpc", `openrpc-${line}.json`), doc);
 
-    await writeOpenApiTypes(path.join(outRoot, "openapi", "openapi.json"), path.join(outRoot, "types", "a2a-openapi.d.ts"));
     const validators = writeValidators(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "validators"));
+    const types = writeSchemaTypes(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "types"));
+    writeMethodTypes(catalog, methodFamilies(program), path.join(outRoot, "types", "methods.ts"));
+    const queries = writeQuerySchemas(catalog, raw, path.join(outRoot, "types", "queries.ts"));
 
     const upstreamSpec = path.join(root, "spec", "upstream", "opencode.openapi.json");
     await writeOpencodeClient(upstreamSpec, path.join(outRoot, "opencode"));
 
     console.log(
       `generate: ${catalog.methods.length} JSON-RPC methods, ${catalog.routes.length} HTTP routes, ` +
-        `${catalog.extensions.length} extensions, ${validators} validators → ${path.relative(root, outRoot) || "."} ` +
+        `${catalog.extensions.length} extensions, ${validators} validators, ${types} schema types, ${queries} query schemas → ` +
+        `${path.relative(root, outRoot) || "."} ` +
         `(${Date.now() - started} ms)`,
     );
   } finally {

@@ -1,7 +1,8 @@
 // Adds the contract catalog, wire contracts and compatibility profiles (with default deployment facts) to the
 // OpenAPI document as `x-` extensions. The running server replaces them with its deployment's values.
 import type { Catalog } from "../../src/contract/catalog.js";
-import { defaultDeploymentFacts, openApiContractExtensions } from "../../src/discovery/contract.js";
+import { openApiContractExtensions } from "../../src/discovery/contract.js";
+import { defaultDeploymentFacts } from "../../src/discovery/facts.js";
 
 export async function decorateOpenApi(doc: Record<string, unknown>, catalog: Catalog): Promise<Record<string, unknown>> {
   const facts = defaultDeploymentFacts;

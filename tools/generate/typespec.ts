@@ -15,6 +15,7 @@ import {
 } from "@typespec/compiler";
 import { getAllHttpServices } from "@typespec/http";
 import { StateKeys } from "../../spec/lib/decorators.js";
+import type { OperationName } from "../../generated/types/methods.js";
 import type { Catalog, ErrorEntry, ExtensionEntry, MethodEntry, ProtocolLine, RouteEntry } from "../../src/contract/catalog.js";
 
 export const specDir = path.resolve(import.meta.dirname, "../../spec");
@@ -214,6 +215,43 @@ function buildErrors(program: Program): Catalog["errors"] {
   return { "0.3": forLine("OpenCodeA2A.Errors.A2A.V0_3"), "1.0": forLine("OpenCodeA2A.Errors.A2A.V1_0") };
 }
 
+/** A method family: the namespace that declares a group of methods (a core family of both lines, or an extension). */
+export interface MethodFamily {
+  name: string;
+  doc: string;
+  /** Core family (its methods are served by logical operations) or an extension's. */
+  core: boolean;
+  /** The methods of the family, by JSON-RPC name. */
+  methods: string[];
+}
+
+/**
+ * The method families of spec/: every JSON-RPC method belongs to the namespace that declares it. Core methods are
+ * grouped in namespaces under their line's (`Methods.V1_0.Tasks`, `Methods.V0_3.Tasks`): the two lines' groups of
+ * one name form one family. Extension methods are grouped by their extension's namespace.
+ */
+export function methodFamilies(program: Program): MethodFamily[] {
+  const families = new Map<string, MethodFamily>();
+  const declaredBy = new Map<string, Set<Namespace>>();
+  for (const [target, name] of program.stateMap(StateKeys.jsonrpc)) {
+    const op = target as Operation;
+    const ns = op.namespace;
+    if (!ns || stateOf(program, StateKeys.line, ns) !== undefined)
+      throw new Error(`JSON-RPC method ${name as string}: declare it in a family namespace, not directly in its line's`);
+    const ext = inherited<{ description: string }>(program, StateKeys.extension, op);
+    const family = families.get(ns.name) ?? { name: ns.name, doc: ext?.description ?? docOf(program, ns), core: ext === undefined, methods: [] };
+    const namespaces = declaredBy.get(ns.name) ?? new Set();
+    namespaces.add(ns);
+    // Only the core families of the two lines share a name; two extensions never do.
+    if (namespaces.size > 1 && !(family.core && ext === undefined)) throw new Error(`method family ${ns.name} is declared by two namespaces`);
+    family.methods.push(name as string);
+    families.set(ns.name, family);
+    declaredBy.set(ns.name, namespaces);
+  }
+  for (const f of families.values()) f.methods.sort();
+  return [...families.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
 export function buildCatalog(program: Program): Catalog {
   const extensions = new Map<string, ExtensionEntry>();
   for (const [target, raw] of program.stateMap(StateKeys.extension)) {
@@ -238,7 +276,7 @@ export function buildCatalog(program: Program): Catalog {
       name: name as string,
       line: ext ? null : line,
       surface: ext ? "extension" : "core",
-      operation: stateOf<string>(program, StateKeys.operation, op) ?? null,
+      operation: stateOf<OperationName>(program, StateKeys.operation, op) ?? null,
       summary: docOf(program, op),
       params_schema: paramsSchema,
       result: getTypeName(op.returnType, { printable: true }),
@@ -274,7 +312,7 @@ export function buildCatalog(program: Program): Catalog {
         path: httpOp.path,
         kind: stateOf<RouteEntry["kind"]>(program, StateKeys.httpKind, op) ?? "a2a",
         line: inherited<ProtocolLine>(program, StateKeys.line, op) ?? null,
-        operation: stateOf<string>(program, StateKeys.operation, op) ?? null,
+        operation: stateOf<OperationName>(program, StateKeys.operation, op) ?? null,
         summary: docOf(program, op),
         public: stateOf<boolean>(program, StateKeys.public, op) ?? false,
         streaming: stateOf<boolean>(program, StateKeys.streaming, op) ?? false,
