@@ -10,6 +10,8 @@ import { LAYERS } from "../../tools/lint/layers.js";
 const SRC = path.resolve(import.meta.dirname, "../../src");
 /** Files directly in src/ (the entry point) may import any folder. */
 const ROOT = ".";
+/** Longest file allowed under src/ (lines). */
+const MAX_LINES = 400;
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -126,6 +128,14 @@ describe("src/ structure", () => {
 
   it("no file imports another in a cycle (type-only imports included)", () => {
     expect(cycles(files).map((scc) => scc.map(rel).sort())).toEqual([]);
+  });
+
+  it(`no file in src/ is longer than ${MAX_LINES} lines`, () => {
+    const long = [...files.keys()].flatMap((f) => {
+      const lines = fs.readFileSync(f, "utf8").split("\n").length - 1;
+      return lines > MAX_LINES ? [`${rel(f)}: ${lines}`] : [];
+    });
+    expect(long).toEqual([]);
   });
 
   it("finds a cycle when there is one (the checker itself)", () => {
