@@ -21,7 +21,6 @@
 // A config set (or replaced) while its task is terminal or waiting for input gets the current state at once, so a
 // client that registers right after a non-blocking send does not miss the end of a short task.
 import { randomUUID } from "node:crypto";
-import type { Logger } from "pino";
 import type { Principal } from "../auth/index.js";
 import type { ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
@@ -29,41 +28,22 @@ import { at, invalid } from "../protocol/codec/common.js";
 import { codecFor, v0_3, v1_0, type PushConfigInput, type PushConfigRef } from "../protocol/codec/index.js";
 import { isTerminal, type PushConfig, type StatusUpdateEvent, type Task } from "../protocol/model.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../runtime/result-scope.js";
-import type { Metrics } from "../observability/metrics.js";
 import type { PushConfigStore } from "../storage/push-configs.js";
-import type { NewDelivery, PushOutboxStore } from "../storage/push-outbox.js";
-import type { WebhookSender } from "./sender.js";
+import type { NewDelivery } from "../storage/push-outbox.js";
 import { checkPushConfig } from "./target.js";
 import type { TraceContext } from "../tracing/index.js";
-import { OutboxWorker } from "./worker.js";
+import { OutboxWorker, type OutboxWorkerOptions } from "./worker.js";
 
-export interface PushOptions {
+/** The worker's options (delivery limits, retries, the sender) and what the configs need besides. */
+export interface PushOptions extends OutboxWorkerOptions {
   configs: PushConfigStore;
-  outbox: PushOutboxStore;
   /** Storage.atomically: a task save and the notifications it queues, all or nothing. */
   atomically<T>(fn: () => T): T;
   /** The task as `principal` may see it (TASK_NOT_FOUND otherwise): the runtime's read(). */
   visibleTask(principal: Principal, taskId: string): Task;
-  metrics: Metrics;
-  log: Pick<Logger, "info" | "warn" | "debug">;
-  timeoutMs: number;
-  maxAttempts: number;
-  retryInitialMs: number;
-  retryMaxMs: number;
-  maxConcurrency: number;
-  /** POSTs in flight to one host (host:port) at once: a slow or blackholed receiver cannot take every slot. */
-  maxConcurrencyPerHost: number;
   maxConfigsPerTask: number;
-  /** A notification not delivered this long after its state change is given up (expired). */
-  maxAgeMs: number;
-  allowPrivateNetworks: boolean;
-  userAgent: string;
   /** The trace context of a live task (the request that started it): its notifications are delivered in that trace. */
   traceOf?: (taskId: string) => TraceContext | undefined;
-  /** For tests. */
-  now?: () => number;
-  random?: () => number;
-  sender?: Pick<WebhookSender, "send" | "close">;
 }
 
 /** Where the caller's wire carries a config: the config's own field path, and where its i-th auth scheme sits in it. */

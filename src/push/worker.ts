@@ -21,10 +21,13 @@ export interface OutboxWorkerOptions {
   retryInitialMs: number;
   retryMaxMs: number;
   maxConcurrency: number;
+  /** POSTs in flight to one host (host:port) at once: a slow or blackholed receiver cannot take every slot. */
   maxConcurrencyPerHost: number;
+  /** A notification not delivered this long after its state change is given up (expired). */
   maxAgeMs: number;
   allowPrivateNetworks: boolean;
   userAgent: string;
+  /** For tests. */
   now?: () => number;
   random?: () => number;
   sender?: Pick<WebhookSender, "send" | "close">;
