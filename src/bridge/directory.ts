@@ -6,7 +6,7 @@
 // - Without an override the default directory (the workspace root) is used.
 import fs from "node:fs";
 import path from "node:path";
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import type { Metadata } from "../protocol/model.js";
 import { isObject } from "../util/object.js";
 
@@ -20,7 +20,7 @@ export interface RoutingPolicy {
 export type Routing = { workspace: string } | { directory: string } | Record<string, never>;
 
 function refuse(field: string, message: string): A2AError {
-  return new A2AError("INVALID_PARAMS", message, { field }, { fieldViolations: [{ field, description: message }] });
+  return invalidParams(message, field, {}, "field");
 }
 
 function realpath(p: string, field: string): string {

@@ -1,14 +1,14 @@
 // A2A message parts → OpenCode prompt parts (seed 000): text → text; file bytes → a `data:` URL file part;
 // file URI → a file part; a data part → a text part holding a framed JSON block (DECISIONS 15, renderDataPart), in
 // the part order of the message. The task's history keeps the parts as sent; only the prompt is rendered.
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import type { FilePartInput, TextPartInput } from "../../generated/opencode/types.gen.js";
 import type { Message } from "../protocol/model.js";
 
 export type PromptPart = TextPartInput | FilePartInput;
 
 function refuse(field: string, message: string): A2AError {
-  return new A2AError("INVALID_PARAMS", message, { field }, { fieldViolations: [{ field, description: message }] });
+  return invalidParams(message, field, {}, "field");
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

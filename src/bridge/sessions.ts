@@ -5,7 +5,7 @@
 //   2. Otherwise (principal, contextId, directory|workspace) is bound to one session, created on first use —
 //      exactly once even when the first requests of a context arrive concurrently.
 // Turns on one session are serialized (OpenCode would queue a second prompt into the same turn otherwise).
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import type { Principal } from "../auth/index.js";
 import type { Metadata } from "../protocol/model.js";
 import type { UpstreamClient } from "../upstream/client.js";
@@ -41,9 +41,7 @@ export function explicitSessionId(metadata: Metadata | undefined): string | unde
   if (id === undefined) return undefined;
   if (typeof id !== "string" || !/^ses[\w-]{1,200}$/.test(id)) {
     const field = "metadata.shared.session.id";
-    throw new A2AError("INVALID_PARAMS", "session id must look like an OpenCode session id (ses_…)", { field }, {
-      fieldViolations: [{ field, description: "must look like ses_…" }],
-    });
+    throw invalidParams("session id must look like an OpenCode session id (ses_…)", [{ field, description: "must look like ses_…" }], {}, "field");
   }
   return id;
 }

@@ -93,9 +93,3 @@ export function validate(id: string, value: unknown): ValidationResult | Promise
   const mod = loaded.get(id);
   return mod !== undefined ? verdictOf(mod, id, value) : validatorFor(id).then((m) => verdictOf(m, id, value));
 }
-
-/**
- * The failed-validation error (errors.ts invalidPayload) under the name src/transport/jsonrpc/index.ts and
- * src/transport/rest/index.ts import it by.
- */
-export { invalidPayload as invalidParams } from "./errors.js";

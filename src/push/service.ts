@@ -23,7 +23,7 @@
 import { randomUUID } from "node:crypto";
 import type { Principal } from "../auth/index.js";
 import type { ProtocolLine } from "../contract/catalog.js";
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import { at, invalid } from "../protocol/codec/common.js";
 import { codecFor, v0_3, v1_0, type PushConfigInput, type PushConfigRef } from "../protocol/codec/index.js";
 import { isTerminal, type PushConfig, type StatusUpdateEvent, type Task } from "../protocol/model.js";
@@ -96,7 +96,7 @@ export class PushService {
     // The same config set again (a client retrying, re-registering) changes nothing and sends nothing again.
     if (previous !== undefined && JSON.stringify(previous) === JSON.stringify(config)) return this.#shown(principal, config);
     if (previous === undefined && existing.length >= this.#opts.maxConfigsPerTask) {
-      throw new A2AError("INVALID_PARAMS", `Task ${input.taskId} already has ${existing.length} push notification configs (A2A_PUSH_MAX_CONFIGS_PER_TASK)`, {
+      throw invalidParams(`Task ${input.taskId} already has ${existing.length} push notification configs (A2A_PUSH_MAX_CONFIGS_PER_TASK)`, [], {
         task_id: input.taskId,
         limit: this.#opts.maxConfigsPerTask,
       });

@@ -1,7 +1,7 @@
 // The request rules of message/send and message/stream (the task runtime, ./tasks.ts): what a message may ask for,
 // which task it may continue, and what it tells the turn (model, output modes, file contents). All checked before
 // anything is created, so a refused request leaves nothing behind.
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import { isTerminal, type Message, type Metadata, type SendParams, type Task, type TaskState } from "../protocol/model.js";
 import type { ModelMonitor } from "../upstream/model-check.js";
 import { isObject } from "../util/object.js";
@@ -42,9 +42,7 @@ export function requestMetadata(params: SendParams): Metadata {
 export function checkContinuation(message: Message & { taskId: string }, task: Task): void {
   const contextId = message.contextId;
   if (contextId !== undefined && contextId !== task.contextId) {
-    throw new A2AError("INVALID_PARAMS", `contextId ${contextId} does not match task ${message.taskId}`, { field: "message.contextId" }, {
-      fieldViolations: [{ field: "message.contextId", description: "does not match the task's contextId" }],
-    });
+    throw invalidParams(`contextId ${contextId} does not match task ${message.taskId}`, [{ field: "message.contextId", description: "does not match the task's contextId" }], {}, "field");
   }
   if (isTerminal(task.status.state)) {
     throw new A2AError("UNSUPPORTED_OPERATION", `Task ${message.taskId} is ${task.status.state}; start a new task in the same context`, {

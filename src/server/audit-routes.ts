@@ -3,7 +3,7 @@
 // so that the calls just made are visible, and reads the store.
 import type Router from "@koa/router";
 import type { Context } from "koa";
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import type { AuditFilter, AuditOutcome } from "../storage/audit.js";
 import { json } from "../transport/http.js";
 import type { AuditRecorder } from "../observability/audit.js";
@@ -24,7 +24,7 @@ export interface AuditQuery {
 
 function invalid(field: string, description: string): A2AError {
   const detail = `${field} ${description}`;
-  return new A2AError("INVALID_PARAMS", detail, { field, fields: [field], detail }, { fieldViolations: [{ field, description }] });
+  return invalidParams(detail, [{ field, description }], { detail });
 }
 
 // RFC 3339 date-time. A `+` of the offset that arrived unencoded reads as a space: it is taken back as `+`.

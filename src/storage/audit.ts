@@ -3,7 +3,7 @@
 // secret, never a request or response body. Entries are read newest first with keyset pagination on the id; the
 // page token is opaque to clients (base64url of the last id returned). SQLite (table a2a_audit_log, migration 3; trace_id: 6)
 // and a bounded in-memory implementation (drops the oldest entries beyond `maxEntries`) behave the same.
-import { A2AError } from "../contract/errors.js";
+import { invalidParams } from "../contract/errors.js";
 import type { StoreDatabase } from "./database.js";
 
 export type AuditTransport = "jsonrpc" | "rest";
@@ -90,9 +90,7 @@ export function decodeAuditPageToken(token: string): number {
   const id = /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(id) || encodeAuditPageToken(id) !== token) {
     const detail = "page_token is not a token returned by this endpoint";
-    throw new A2AError("INVALID_PARAMS", detail, { field: "page_token", fields: ["page_token"], detail }, {
-      fieldViolations: [{ field: "page_token", description: "not a token returned as next_page_token" }],
-    });
+    throw invalidParams(detail, [{ field: "page_token", description: "not a token returned as next_page_token" }], { detail });
   }
   return id;
 }

@@ -6,7 +6,7 @@
 //   pageToken → nextPageToken, totalSize). Page tokens are HMAC-signed (timestamp, id) cursors bound to the query's
 //   filters, so tampered or foreign tokens are rejected with INVALID_PARAMS.
 import crypto from "node:crypto";
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import { TERMINAL_STATES, type ListParams, type Task, type TaskState } from "../protocol/model.js";
 
 export interface TaskExtra {
@@ -88,7 +88,8 @@ const KNOWN_STATES: ReadonlySet<string> = new Set<TaskState>([
 // ---------------------------------------------------------------------------------------------------------------
 // Shared pieces
 
-export const invalid = (field: string, message: string): A2AError => new A2AError("INVALID_PARAMS", message, { field });
+/** INVALID_PARAMS naming `field` in its data only (no field violations in the error details). */
+export const invalid = (field: string, message: string): A2AError => invalidParams(message, [], { field });
 
 /** Canonical sortable form of a status timestamp (ISO 8601 UTC with milliseconds); unparseable → epoch. */
 export function canonicalTimestamp(value: string | undefined): string {

@@ -4,7 +4,8 @@
 // carries the whole model. Also the generated schema ids of each dialect's answers and requests, and a request as
 // a transport hands it to a codec (names folded, validated).
 import { catalog } from "../../src/contract/catalog.js";
-import { invalidParams, preloadValidators, validate } from "../../src/contract/validate.js";
+import { invalidPayload } from "../../src/contract/errors.js";
+import { preloadValidators, validate } from "../../src/contract/validate.js";
 import { arr, at, compact, has, invalid, obj, oneOf, optBool, optMeta, optObj, optStr, optStrArr, optTimestamp, reqObj, reqStr, root, type Obj } from "../../src/protocol/codec/common.js";
 import { DIALECTS } from "../../src/protocol/codec/dialects.js";
 import type { Codec, PushConfigInput, WireLine } from "../../src/protocol/codec/index.js";
@@ -63,7 +64,7 @@ export function validRequest(codec: Codec, operation: RequestOperation, raw: unk
   const value = normalizeProtoJson(id, JSON.parse(JSON.stringify(raw)));
   const verdict = validate(id, value);
   if (verdict instanceof Promise) throw new Error(`the validator of ${id} is not loaded: call preloadRequestSchemas first`);
-  if (!verdict.ok) throw invalidParams("Invalid params", verdict.violations);
+  if (!verdict.ok) throw invalidPayload("Invalid params", verdict.violations);
   return value;
 }
 

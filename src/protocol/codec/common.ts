@@ -4,7 +4,7 @@
 // INVALID_PARAMS A2AError naming the offending field in the dotted form of src/contract/validate.ts (e.g.
 // `message.parts.0.file`). Also the line-neutral task view (history / artifacts).
 import { isObject, type Obj } from "../../util/object.js";
-import { A2AError } from "../../contract/errors.js";
+import { A2AError, invalidParams } from "../../contract/errors.js";
 import { camelizeKeys } from "../keys.js";
 import type { ListParams, Message, Metadata, PushConfig, SendParams, SendResult, StreamEvent, Task } from "../model.js";
 
@@ -112,12 +112,7 @@ export type { Obj };
 
 export function invalid(field: string, description: string): A2AError {
   const f = field || "(root)";
-  return new A2AError(
-    "INVALID_PARAMS",
-    `Invalid params: ${f} ${description}`,
-    { field: f, fields: [f], detail: description },
-    { fieldViolations: [{ field: f, description }] },
-  );
+  return invalidParams(`Invalid params: ${f} ${description}`, [{ field: f, description }], { detail: description });
 }
 
 export const at = (path: string, key: string | number): string => (path ? `${path}.${key}` : String(key));

@@ -6,8 +6,8 @@
 import type { Context } from "koa";
 import type { Logger } from "pino";
 import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.js";
-import { A2AError, isExpectedError, toA2AError } from "../../contract/errors.js";
-import { invalidParams, validate } from "../../contract/validate.js";
+import { A2AError, invalidParams, invalidPayload, isExpectedError, toA2AError } from "../../contract/errors.js";
+import { validate } from "../../contract/validate.js";
 import { jsonRpcError } from "../../protocol/errors.js";
 import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import { hasScope, type Principal } from "../../auth/index.js";
@@ -144,14 +144,14 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (method.operation === null || !DISCOVERY_OPERATIONS.has(method.operation)) deps.extensions.check(state.extensions, line, method.name);
       if (method.streaming && inBatch) throw invalidRequest("streaming methods cannot be called inside a batch", "method");
       if (req.params !== undefined && (req.params === null || typeof req.params !== "object" || Array.isArray(req.params)))
-        throw new A2AError("INVALID_PARAMS", "params must be an object (by-name parameters)", { field: "params" });
+        throw invalidParams("params must be an object (by-name parameters)", [], { field: "params" });
       // Core params of both lines accept the proto's snake_case spellings, folded per the params schema; both
       // spellings of one field are INVALID_PARAMS (1.0 is ProtoJSON; 0.3 JSON-RPC takes them too, never silently
       // preferring one).
       const given = req.params ?? {};
       const params = (method.surface !== "core" ? given : normalizeProtoJson(method.params_schema, given)) as Record<string, unknown>;
       const verdict = await validate(method.params_schema, params);
-      if (!verdict.ok) throw invalidParams(`Invalid params for ${method.name}`, verdict.violations);
+      if (!verdict.ok) throw invalidPayload(`Invalid params for ${method.name}`, verdict.violations);
       const handler = deps.registry.get(method.name);
       if (!handler) throw new Error(`no handler registered for ${method.name}`);
       notification = idless && method.surface === "extension";

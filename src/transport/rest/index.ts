@@ -5,8 +5,8 @@
 import type Router from "@koa/router";
 import type { Context, Next } from "koa";
 import type { Catalog, ProtocolLine, RouteEntry } from "../../contract/catalog.js";
-import { A2AError, toA2AError } from "../../contract/errors.js";
-import { invalidParams, validate } from "../../contract/validate.js";
+import { A2AError, invalidParams, invalidPayload, toA2AError } from "../../contract/errors.js";
+import { validate } from "../../contract/validate.js";
 import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import type { Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
@@ -145,11 +145,11 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
       if (!DISCOVERY_OPERATIONS.has(route.operation!)) deps.extensions.check(state.extensions, line, `${route.verb} ${route.path}`);
       let body = parseBody(ctx);
       if (schema) {
-        if (body === undefined) throw new A2AError("INVALID_PARAMS", "A JSON request body is required", { field: "(body)" });
+        if (body === undefined) throw invalidParams("A JSON request body is required", [], { field: "(body)" });
         // ProtoJSON (0.3 REST and 1.0): proto field names folded into the declared ones before validation.
         body = normalizeProtoJson(schema, body);
         const verdict = await validate(schema, body);
-        if (!verdict.ok) throw invalidParams("Invalid request body", verdict.violations);
+        if (!verdict.ok) throw invalidPayload("Invalid request body", verdict.violations);
       }
       const principal = state.principal as Principal;
       const handler = deps.registry.get(method.name);
