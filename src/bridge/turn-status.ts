@@ -3,12 +3,13 @@
 // `permission.asked` / `question.asked` → `input-required` with `shared.interrupt{phase: "asked"}`; their replies →
 // `phase: "resolved"` (only for requests asked in this turn, once). While any asked request is still pending, status
 // updates say `input-required`. Interrupt updates carry their typed InterruptSignal for the runtime.
+import { PermissionDecisionValues } from "../../generated/types/extensions.js";
 import type { Message } from "../protocol/model.js";
 import type { InterruptType, MapperOutput, TurnWire } from "./turn-events.js";
 import { isObject } from "../util/object.js";
 
-/** The replies a client may give to a permission request (a2a.interrupt.permission.reply). */
-export const PERMISSION_REPLIES = ["once", "always", "reject"] as const;
+/** The replies a client may give to a permission request (a2a.interrupt.permission.reply), as the spec declares them. */
+export const PERMISSION_REPLIES = PermissionDecisionValues;
 
 /** The advertised permission decisions (spec: PermissionOption). */
 export const PERMISSION_OPTIONS = [

@@ -137,6 +137,11 @@ export interface SendParams {
   metadata?: Metadata;
 }
 
+/** Task listing bounds, the same on both lines: at most 100 per page; 50 when a 1.0 page size is unset, 20 for a 0.3 limit. */
+export const LIST_MAX_PAGE_SIZE = 100;
+export const LIST_DEFAULT_PAGE_SIZE = 50;
+export const LIST_DEFAULT_LIMIT = 20;
+
 export interface ListParams {
   contextId?: string;
   state?: TaskState;

@@ -2,14 +2,17 @@
 // scope is checked at the edge (like every route's scope); this handler only parses the query, flushes the recorder
 // so that the calls just made are visible, and reads the store.
 import type Router from "@koa/router";
+import { ROUTE_QUERIES } from "../../generated/types/queries.js";
 import type { Context } from "koa";
 import { A2AError, invalidParams } from "../contract/errors.js";
 import type { AuditFilter, AuditOutcome } from "../storage/audit.js";
 import { json } from "../transport/http.js";
 import type { AuditRecorder } from "../observability/audit.js";
 
-export const AUDIT_DEFAULT_LIMIT = 100;
-export const AUDIT_MAX_LIMIT = 500;
+/** The page size bounds and default, as spec/admin.tsp declares them for GET /admin/audit. */
+const LIMIT = ROUTE_QUERIES["Admin.listAudit"]!.properties.limit!;
+export const AUDIT_DEFAULT_LIMIT = LIMIT.default as number;
+export const AUDIT_MAX_LIMIT = LIMIT.maximum!;
 
 export interface AuditRouteDeps {
   recorder: AuditRecorder;

@@ -7,7 +7,7 @@
 //   filters, so tampered or foreign tokens are rejected with INVALID_PARAMS.
 import crypto from "node:crypto";
 import { A2AError, invalidParams } from "../contract/errors.js";
-import { TERMINAL_STATES, type ListParams, type Task, type TaskState } from "../protocol/model.js";
+import { LIST_DEFAULT_PAGE_SIZE, LIST_MAX_PAGE_SIZE, TERMINAL_STATES, type ListParams, type Task, type TaskState } from "../protocol/model.js";
 
 export interface TaskExtra {
   acceptedOutputModes?: string[];
@@ -78,8 +78,8 @@ export interface TaskStore {
   count(): number;
 }
 
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = LIST_DEFAULT_PAGE_SIZE;
+export const MAX_PAGE_SIZE = LIST_MAX_PAGE_SIZE;
 export const TERMINAL = [...TERMINAL_STATES];
 const KNOWN_STATES: ReadonlySet<string> = new Set<TaskState>([
   "submitted", "working", "input-required", "completed", "canceled", "failed", "rejected", "auth-required", "unknown",

@@ -7,6 +7,7 @@
 // given. Messages are checked in full (tasks/provideInputAndContinue passes its `input` without a line's schema),
 // and so are the task and list queries (REST path and query parameters are not validated: strings, coerced here).
 import type { Artifact, Message, Metadata, Role, Task, TaskStatus } from "../model.js";
+import { LIST_DEFAULT_LIMIT, LIST_DEFAULT_PAGE_SIZE, LIST_MAX_PAGE_SIZE } from "../model.js";
 import {
   arr,
   at,
@@ -135,8 +136,8 @@ export function codecOf(d: Dialect): Codec {
       const state = has(o, "status") ? d.states.decode(o.status, "status", "task state") : undefined;
       const page =
         d.list.paging === "offset"
-          ? { limit: optInt(o, "limit", "", 1, 100) ?? 20, offset: optInt(o, "offset", "", 0) ?? 0 }
-          : { pageSize: optInt(o, "pageSize", "", 1, 100) ?? 50, pageToken: optStr(o, "pageToken", "") || undefined };
+          ? { limit: optInt(o, "limit", "", 1, LIST_MAX_PAGE_SIZE) ?? LIST_DEFAULT_LIMIT, offset: optInt(o, "offset", "", 0) ?? 0 }
+          : { pageSize: optInt(o, "pageSize", "", 1, LIST_MAX_PAGE_SIZE) ?? LIST_DEFAULT_PAGE_SIZE, pageToken: optStr(o, "pageToken", "") || undefined };
       return compact({
         contextId,
         // The proto zero value means no filter, like absence.
