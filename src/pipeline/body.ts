@@ -1,6 +1,5 @@
 // Request bodies: size limit (413, checked on Content-Length and on the bytes actually read), media type (415) and
 // JSON nesting depth (PARSE_ERROR) before any routing; the raw bytes are kept on the request's state (rawBody).
-import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { A2AError } from "../contract/errors.js";
 import type { Exchange, Step } from "./exchange.js";
@@ -82,11 +81,21 @@ function readLimited(req: Readable, limit: number): Promise<Buffer> {
   });
 }
 
-/** The request body, checked: size (on Content-Length and on the bytes read), JSON media type, nesting depth. */
-export async function readRequestBody(body: Readable, headers: IncomingHttpHeaders, limit: number): Promise<Buffer> {
+const WITH_BODY = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * The body step: the body of a request whose method has one (POST, PUT, PATCH, DELETE), checked — size (on
+ * Content-Length and on the bytes read), JSON media type, nesting depth — and kept as `state.rawBody`.
+ */
+export function readBody(limit: number): Step {
+  return (ex) => (WITH_BODY.has(ex.method) ? readRequestBody(ex, limit) : undefined);
+}
+
+async function readRequestBody(ex: Exchange, limit: number): Promise<void> {
+  const headers = ex.headers;
   const declared = Number(headers["content-length"] || "NaN");
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const raw = await readLimited(body, limit);
+  const raw = await readLimited(ex.body, limit);
   if (raw.length > 0) {
     const type = ((headers["content-type"] ?? "").split(";")[0] ?? "").trim();
     if (!JSON_TYPES.test(type))
@@ -101,15 +110,5 @@ export async function readRequestBody(body: Readable, headers: IncomingHttpHeade
         max_depth: MAX_JSON_DEPTH,
       });
   }
-  return raw;
-}
-
-const WITH_BODY = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-
-/** The body step: the body of a request whose method has one, read and checked into `state.rawBody`. */
-export function readBody(limit: number): Step {
-  const read = async (ex: Exchange): Promise<void> => {
-    ex.state.rawBody = await readRequestBody(ex.body, ex.headers, limit);
-  };
-  return (ex) => (WITH_BODY.has(ex.method) ? read(ex) : undefined);
+  ex.state.rawBody = raw;
 }

@@ -6,19 +6,23 @@
 //   endpoint (per-call rate limit and scope) → gzip when the client accepts it → closeRequest (audit, span, log).
 //
 // What it does not share with Koa is the writing: JSON bodies are gzipped in one piece (with their Content-Length),
-// failures before the endpoint are answered uncompressed as the Koa app answers them. `Gateway.handler` routes
-// `POST /` here; the Koa app serves the same endpoint on its `POST /` route (Gateway.app alone serves everything).
-import type { IncomingMessage, ServerResponse } from "node:http";
+// failures before the endpoint are answered uncompressed as the Koa app answers them. A request is one EdgeRequest
+// (the pipeline's Exchange and the endpoint's RpcExchange at once, its methods on the prototype: no closures per
+// request on the hot path). `Gateway.handler` routes `POST /` here; the Koa app serves the same endpoint on its
+// `POST /` route (Gateway.app alone serves everything).
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { gzip } from "node:zlib";
 import type { Logger } from "pino";
 import type { ProtocolLine } from "../contract/catalog.js";
+import type { EventStream } from "../operations/stream.js";
 import { failureAnswer, failureOf } from "../pipeline/errors.js";
 import type { Exchange, Step } from "../pipeline/exchange.js";
 import { gzipsBody } from "../pipeline/gzip.js";
 import { closeRequest, openRequest, type RequestRecords } from "../pipeline/request.js";
+import type { RequestState } from "../pipeline/state.js";
 import { runPipeline } from "../pipeline/steps.js";
 import type { RpcExchange } from "../transport/jsonrpc/index.js";
-import { sendEventStream } from "../transport/sse.js";
+import { sendEventStream, type SseFraming, type StreamBudget } from "../transport/sse.js";
 
 export interface JsonRpcEdgeDeps {
   steps: readonly Step[];
@@ -32,96 +36,111 @@ export interface JsonRpcEdgeDeps {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-/** A query parameter of a raw query string (its first occurrence), if any. */
-function queryParam(query: string, name: string): string | undefined {
-  if (query === "") return undefined;
-  return new URLSearchParams(query).get(name) ?? undefined;
+class EdgeRequest implements Exchange, RpcExchange {
+  readonly method = "POST";
+  readonly path = "/";
+  readonly headers: IncomingHttpHeaders;
+  /** Read when the request arrives: the peer of a live connection is always known. */
+  readonly address: string;
+  readonly state: RequestState;
+  readonly body: IncomingMessage;
+  private readonly started = performance.now();
+  private streaming = false;
+  private varied = "";
+
+  constructor(
+    private readonly deps: JsonRpcEdgeDeps,
+    private readonly res: ServerResponse,
+    private readonly rawQuery: string,
+    req: IncomingMessage,
+  ) {
+    this.body = req;
+    this.headers = req.headers;
+    this.address = req.socket.remoteAddress ?? "";
+    this.state = openRequest("POST", "/", req.headers, deps.defaultLine);
+  }
+
+  /** The pipeline, the endpoint, then the request's records; a failure is answered in the request's shape. */
+  async run(): Promise<void> {
+    try {
+      if (await runPipeline(this.deps.steps, this)) await this.deps.endpoint(this);
+    } catch (raw) {
+      const answer = failureAnswer(failureOf(raw, this.deps.log, "/"), this.state);
+      this.setHeaders(answer.headers);
+      this.send(answer.status, JSON.stringify(answer.body));
+    }
+    closeRequest(this.deps.records, this.state, {
+      method: "POST",
+      path: "/",
+      status: this.streaming ? 200 : this.res.statusCode,
+      address: this.address,
+      durationMs: performance.now() - this.started,
+    });
+  }
+
+  /** The first value of a query parameter (the raw query string is parsed only when asked). */
+  query(name: string): string | undefined {
+    if (this.rawQuery === "") return undefined;
+    return new URLSearchParams(this.rawQuery).get(name) ?? undefined;
+  }
+
+  setHeader(name: string, value: string): void {
+    if (!this.res.headersSent) this.res.setHeader(name, value);
+  }
+
+  setHeaders(headers: Record<string, string>): void {
+    if (this.res.headersSent) return;
+    for (const name in headers) this.res.setHeader(name, headers[name]!);
+  }
+
+  vary(field: string): void {
+    this.varied = this.varied === "" ? field : `${this.varied}, ${field}`;
+    this.res.setHeader("Vary", this.varied);
+  }
+
+  answerEmpty(status: number): void {
+    this.send(status, undefined);
+  }
+
+  json(value: unknown): void {
+    const text = JSON.stringify(value);
+    if (!gzipsBody(this.deps.gzipThreshold, Buffer.byteLength(text), this.headers["accept-encoding"])) {
+      this.send(200, text);
+      return;
+    }
+    gzip(text, (err, zipped) => {
+      if (err) {
+        this.send(200, text);
+        return;
+      }
+      this.res.setHeader("Content-Encoding", "gzip");
+      this.send(200, zipped);
+    });
+  }
+
+  noContent(): void {
+    this.send(204, undefined);
+  }
+
+  stream(stream: EventStream, framing: SseFraming, budget: StreamBudget): void {
+    this.streaming = true;
+    sendEventStream(this.body, this.res, stream, framing, budget);
+  }
+
+  private send(status: number, body: string | Buffer | undefined): void {
+    const res = this.res;
+    if (res.headersSent || res.writableEnded || res.destroyed) return;
+    res.statusCode = status;
+    if (body === undefined) {
+      res.end();
+      return;
+    }
+    res.setHeader("Content-Type", JSON_TYPE);
+    res.setHeader("Content-Length", typeof body === "string" ? Buffer.byteLength(body) : body.length);
+    res.end(body);
+  }
 }
 
 export function jsonRpcEdge(deps: JsonRpcEdgeDeps): (req: IncomingMessage, res: ServerResponse, query: string) => void {
-  return function edge(req, res, query) {
-    const started = performance.now();
-    const state = openRequest("POST", "/", req.headers, deps.defaultLine);
-    let streaming = false;
-
-    const setHeaders = (headers: Record<string, string>): void => {
-      if (res.headersSent) return;
-      for (const name in headers) res.setHeader(name, headers[name]!);
-    };
-
-    const send = (status: number, body: string | Buffer | undefined): void => {
-      if (res.headersSent || res.writableEnded || res.destroyed) return;
-      res.statusCode = status;
-      if (body === undefined) {
-        res.end();
-        return;
-      }
-      res.setHeader("Content-Type", JSON_TYPE);
-      res.setHeader("Content-Length", typeof body === "string" ? Buffer.byteLength(body) : body.length);
-      res.end(body);
-    };
-
-    const sendJson = (value: unknown): void => {
-      const text = JSON.stringify(value);
-      if (!gzipsBody(deps.gzipThreshold, Buffer.byteLength(text), req.headers["accept-encoding"])) {
-        send(200, text);
-        return;
-      }
-      gzip(text, (err, zipped) => {
-        if (err) {
-          send(200, text);
-          return;
-        }
-        res.setHeader("Content-Encoding", "gzip");
-        send(200, zipped);
-      });
-    };
-
-    const exchange: Exchange & RpcExchange = {
-      method: "POST",
-      path: "/",
-      headers: req.headers,
-      get address() {
-        return req.socket.remoteAddress ?? "";
-      },
-      state,
-      body: req,
-      query: (name) => queryParam(query, name),
-      setHeader: (name, value) => {
-        if (!res.headersSent) res.setHeader(name, value);
-      },
-      setHeaders,
-      vary: (field) => {
-        const current = res.getHeader("Vary");
-        res.setHeader("Vary", current === undefined ? field : `${String(current)}, ${field}`);
-      },
-      answerEmpty: (status) => send(status, undefined),
-      json: sendJson,
-      noContent: () => send(204, undefined),
-      stream: (stream, framing, budget) => {
-        streaming = true;
-        sendEventStream(req, res, stream, framing, budget);
-      },
-    };
-
-    const fail = (raw: unknown): void => {
-      const answer = failureAnswer(failureOf(raw, deps.log, "/"), state);
-      setHeaders(answer.headers);
-      send(answer.status, JSON.stringify(answer.body));
-    };
-
-    const done = (): void => {
-      const status = streaming ? 200 : res.statusCode;
-      closeRequest(deps.records, state, { method: "POST", path: "/", status, address: exchange.address, durationMs: performance.now() - started });
-    };
-
-    const run = async (): Promise<void> => {
-      if (await runPipeline(deps.steps, exchange)) await deps.endpoint(exchange);
-    };
-
-    run().then(done, (raw: unknown) => {
-      fail(raw);
-      done();
-    });
-  };
+  return (req, res, query) => void new EdgeRequest(deps, res, query, req).run();
 }

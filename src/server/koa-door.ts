@@ -22,9 +22,7 @@ function koaRequest(ctx: Context, state: RequestState): Exchange {
     method: ctx.method,
     path: ctx.path,
     headers: ctx.headers,
-    get address() {
-      return ctx.req.socket.remoteAddress ?? "";
-    },
+    address: ctx.req.socket.remoteAddress ?? "",
     state,
     body: ctx.req,
     query: (name) => ctx.query[name],
