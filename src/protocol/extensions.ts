@@ -4,6 +4,7 @@
 // header(s). Extensions the deployment marks required (A2A_REQUIRED_EXTENSIONS) must be activated by every A2A call
 // (task, push-config and extension methods, JSON-RPC and REST); discovery (the cards, the extended card on every
 // transport) and the operational routes (/health, /metrics, /admin/audit, artifacts) never need them.
+import { FAMILIES } from "../../generated/types/methods.js";
 import type { ProtocolLine } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
 
@@ -72,4 +73,4 @@ export class ExtensionPolicy {
 }
 
 /** Logical operations exempt from required extensions: discovery must work so a client can learn what is required. */
-export const DISCOVERY_OPERATIONS: ReadonlySet<string> = new Set(["extended-card"]);
+export const DISCOVERY_OPERATIONS: ReadonlySet<string> = new Set(FAMILIES.ExtendedCard);

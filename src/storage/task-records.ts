@@ -78,8 +78,6 @@ export interface TaskStore {
   count(): number;
 }
 
-export const DEFAULT_PAGE_SIZE = LIST_DEFAULT_PAGE_SIZE;
-export const MAX_PAGE_SIZE = LIST_MAX_PAGE_SIZE;
 export const TERMINAL = [...TERMINAL_STATES];
 const KNOWN_STATES: ReadonlySet<string> = new Set<TaskState>([
   "submitted", "working", "input-required", "completed", "canceled", "failed", "rejected", "auth-required", "unknown",
@@ -98,9 +96,9 @@ export function canonicalTimestamp(value: string | undefined): string {
 }
 
 function pageSizeOf(value: number | undefined, field: string): number {
-  if (value === undefined || value === 0) return DEFAULT_PAGE_SIZE;
+  if (value === undefined || value === 0) return LIST_DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(value) || value < 0) throw invalid(field, `${field} must be a positive integer`);
-  return Math.min(value, MAX_PAGE_SIZE);
+  return Math.min(value, LIST_MAX_PAGE_SIZE);
 }
 
 interface Cursor {
