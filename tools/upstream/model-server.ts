@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { text, type ErrorReply, type HangReply, type Reply, type TextReply, type ToolReply } from "./script.js";
+import { DEFAULT_HANG_CHUNKS, replyUsage, text, type ErrorReply, type HangReply, type Reply, type TextReply, type ToolReply } from "./script.js";
 
 export interface ModelServerOptions {
   /** default 0 (any free port) */
@@ -80,8 +80,6 @@ export interface ModelServer {
 
 const TITLE_PROMPT = "You are a title generator";
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
-const DEFAULT_HANG_CHUNKS = ["partial"];
-const DEFAULT_PROMPT_TOKENS = 10;
 
 interface Waiter {
   n: number;
@@ -151,20 +149,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 function untilAborted(signal: AbortSignal): Promise<false> {
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => signal.addEventListener("abort", () => resolve(false), { once: true }));
-}
-
-function usageOf(reply: TextReply | ToolReply | HangReply): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
-  if (reply.kind === "text" && reply.usage !== undefined) {
-    const { prompt_tokens, completion_tokens } = reply.usage;
-    return { prompt_tokens, completion_tokens, total_tokens: reply.usage.total_tokens ?? prompt_tokens + completion_tokens };
-  }
-  const completion =
-    reply.kind === "text"
-      ? reply.chunks.length + (reply.reasoning?.length ?? 0)
-      : reply.kind === "tool"
-        ? reply.calls.length
-        : (reply.chunks ?? DEFAULT_HANG_CHUNKS).length;
-  return { prompt_tokens: DEFAULT_PROMPT_TOKENS, completion_tokens: completion, total_tokens: DEFAULT_PROMPT_TOKENS + completion };
 }
 
 export async function startModelServer(opts: ModelServerOptions = {}): Promise<ModelServer> {
@@ -237,7 +221,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       frame(JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] }));
     const finish = (finishReason: string): void => {
       if (!chunk({}, finishReason)) return;
-      if (!frame(JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage: usageOf(reply) }))) return;
+      if (!frame(JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage: replyUsage(reply) }))) return;
       frame("[DONE]");
       res.end();
     };
@@ -308,7 +292,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       created: Math.floor(Date.now() / 1000),
       model: typeof body.model === "string" ? body.model : "fake-model",
       choices: [{ index: 0, message, finish_reason: finishReason }],
-      usage: usageOf(reply),
+      usage: replyUsage(reply),
     });
   };
 

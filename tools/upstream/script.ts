@@ -71,3 +71,25 @@ export const tool = (name: string, args: Record<string, unknown>, extra: { id?: 
 export const failure = (status: number, message: string): ErrorReply => ({ kind: "error", status, message });
 
 export const hang = (extra: Omit<HangReply, "kind"> = {}): HangReply => ({ kind: "hang", ...extra });
+
+/** What a hang reply streams when it names no chunks. */
+export const DEFAULT_HANG_CHUNKS = ["partial"];
+/** The prompt tokens the scripted model server reports for every request. */
+export const PROMPT_TOKENS = 10;
+
+/** The token usage the scripted model server reports for a reply (prompt 10; completion = chunks / calls). */
+export function replyUsage(reply: Reply): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  if (reply.kind === "text" && reply.usage !== undefined) {
+    const { prompt_tokens, completion_tokens } = reply.usage;
+    return { prompt_tokens, completion_tokens, total_tokens: reply.usage.total_tokens ?? prompt_tokens + completion_tokens };
+  }
+  const completion =
+    reply.kind === "text"
+      ? reply.chunks.length + (reply.reasoning?.length ?? 0)
+      : reply.kind === "tool"
+        ? reply.calls.length
+        : reply.kind === "hang"
+          ? (reply.chunks ?? DEFAULT_HANG_CHUNKS).length
+          : 0;
+  return { prompt_tokens: PROMPT_TOKENS, completion_tokens: completion, total_tokens: PROMPT_TOKENS + completion };
+}

@@ -4,16 +4,14 @@
  * the real server emits for them; abort and loss of the process end a loop the way the real server shows it.
  */
 import type { ApiError, AssistantMessage, MessageAbortedError, Part, ReasoningPart, StepFinishPart, TextPart, UserMessage } from "../../../generated/opencode/types.gen.js";
-import type { Reply } from "../script.js";
+import { DEFAULT_HANG_CHUNKS, PROMPT_TOKENS, replyUsage, type Reply } from "../script.js";
 import { Aborted, badRequest, ev, isObject, newId, sleep } from "./common.js";
 import type { EventBus } from "./events.js";
 import type { Interactions } from "./interactions.js";
 import type { Loop, MessageRecord, SessionRecord, StubState } from "./state.js";
 import { ToolRunner } from "./tools.js";
 
-const DEFAULT_HANG_CHUNKS = ["partial"];
-/** The prompt tokens the scripted model server reports for every request. */
-export const PROMPT_TOKENS = 10;
+export { PROMPT_TOKENS };
 
 type StepResult = "stop" | "tool-calls" | "blocked" | { error: ApiError };
 
@@ -56,21 +54,10 @@ export function parsePrompt(body: unknown): PromptInput {
   return input;
 }
 
-/** Token counts as the scripted model server reports them (prompt 10; completion = chunks / calls). */
+/** Token counts as the scripted model server reports them. */
 function usageOf(reply: Reply): { input: number; output: number; total: number } {
-  if (reply.kind === "text" && reply.usage !== undefined) {
-    const { prompt_tokens: input, completion_tokens: output } = reply.usage;
-    return { input, output, total: reply.usage.total_tokens ?? input + output };
-  }
-  const output =
-    reply.kind === "text"
-      ? reply.chunks.length + (reply.reasoning?.length ?? 0)
-      : reply.kind === "tool"
-        ? reply.calls.length
-        : reply.kind === "hang"
-          ? (reply.chunks ?? DEFAULT_HANG_CHUNKS).length
-          : 0;
-  return { input: PROMPT_TOKENS, output, total: PROMPT_TOKENS + output };
+  const u = replyUsage(reply);
+  return { input: u.prompt_tokens, output: u.completion_tokens, total: u.total_tokens };
 }
 
 /** The unfinished assistant message that answers `user` (a model step, or a user shell command). */
