@@ -32,9 +32,6 @@ import { TurnStatus } from "./turn-status.js";
 import { TurnUsage, type Usage } from "./usage.js";
 import { isObject } from "../util/object.js";
 
-export { TEXT_PART_SEPARATOR } from "./text-lanes.js";
-export { acceptsJson, DEFAULT_FILE_MAX_BYTES, openCodeFilePart, stableJson, type OcFile } from "./tool-blocks.js";
-export { PERMISSION_OPTIONS, PERMISSION_REPLIES } from "./turn-status.js";
 export type { ArtifactOutput, BlockType, InterruptSignal, MapperOutput, StalledOutput, StatusOutput, TerminalOutput, TurnOutcome } from "./turn-events.js";
 export type { Usage } from "./usage.js";
 

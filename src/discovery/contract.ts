@@ -1,14 +1,11 @@
 // Wire contract of a line and the `x-opencode-a2a-*` OpenAPI extensions: built from the generated catalog plus the
 // deployment's facts (facts.ts). Pure functions of their inputs (tools/generate uses them with default facts for the
-// OpenAPI document). What server/ and transport/ take from here of facts.ts and profiles.ts is re-exported.
+// OpenAPI document).
 import type { ErrorReason } from "../../generated/types/methods.js";
 import type { Catalog, ProtocolLine } from "../contract/catalog.js";
 import { serviceBehaviors } from "./behaviors.js";
 import { allJsonRpcMethods, httpEndpoints, methodAvailability, methodsOfLine, PROFILE_ID, type DeploymentFacts } from "./facts.js";
 import { buildCompatibilityProfile, buildRuntimeProfile } from "./profiles.js";
-
-export { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "./facts.js";
-export { buildCompatibilityProfile, buildRuntimeProfile } from "./profiles.js";
 
 export function buildWireContract(catalog: Catalog, line: ProtocolLine, facts: DeploymentFacts): Record<string, unknown> {
   const lineMethods = methodsOfLine(catalog, line);

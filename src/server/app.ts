@@ -9,7 +9,7 @@ import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
 import { AccessLimits } from "../auth/limits.js";
 import { AddressGuard } from "../auth/address-guard.js";
-import type { DeploymentFacts } from "../discovery/contract.js";
+import type { DeploymentFacts } from "../discovery/facts.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
 import { PushService } from "../push/service.js";
 import { Discovery } from "./discovery.js";

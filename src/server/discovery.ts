@@ -10,13 +10,9 @@ import { generatedDir, readGeneratedJson, type Catalog } from "../contract/catal
 import { A2AError } from "../contract/errors.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { buildCard, type CardIdentity, type CardShape } from "../discovery/cards.js";
-import {
-  buildCompatibilityProfile,
-  buildRuntimeProfile,
-  buildWireContract,
-  openApiContractExtensions,
-  type DeploymentFacts,
-} from "../discovery/contract.js";
+import { buildWireContract, openApiContractExtensions } from "../discovery/contract.js";
+import type { DeploymentFacts } from "../discovery/facts.js";
+import { buildCompatibilityProfile, buildRuntimeProfile } from "../discovery/profiles.js";
 import { applyDeploymentFacts, type OpenRpcDocument } from "../discovery/openrpc.js";
 import type { ProtocolLine } from "../contract/catalog.js";
 import type { Upstream } from "../upstream/index.js";

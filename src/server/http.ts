@@ -13,7 +13,7 @@ import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import type { AccessLimits } from "../auth/limits.js";
 import type { AddressGuard } from "../auth/address-guard.js";
-import type { DeploymentFacts } from "../discovery/contract.js";
+import type { DeploymentFacts } from "../discovery/facts.js";
 import type { MethodHandler } from "../operations/index.js";
 import type { AuditRecorder } from "../observability/audit.js";
 import type { Metrics } from "../observability/metrics.js";

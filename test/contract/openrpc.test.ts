@@ -8,7 +8,7 @@ import openRpcMetaSchema from "@open-rpc/meta-schema";
 import jsonSchemaMetaSchema from "@json-schema-tools/meta-schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorEntry, generatedDir, PROTOCOL_LINES, type ProtocolLine } from "../../src/contract/catalog.js";
-import { methodAvailability } from "../../src/discovery/contract.js";
+import { methodAvailability } from "../../src/discovery/facts.js";
 import type { OpenRpcDocument } from "../../src/discovery/openrpc.js";
 import { call, startGateway, type StartedGateway } from "../support/gateway.js";
 import { catalog, methodsOfLine } from "../support/contract.js";

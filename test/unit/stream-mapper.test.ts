@@ -4,14 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Event as OpencodeEvent } from "../../generated/opencode/types.gen.js";
-import {
-  EMPTY_OUTPUT_TEXT,
-  StreamMapper,
-  TEXT_PART_SEPARATOR,
-  acceptsJson,
-  type MapperOutput,
-  type TurnContext,
-} from "../../src/bridge/stream-mapper.js";
+import { EMPTY_OUTPUT_TEXT, StreamMapper, type MapperOutput, type TurnContext } from "../../src/bridge/stream-mapper.js";
+import { TEXT_PART_SEPARATOR } from "../../src/bridge/text-lanes.js";
+import { acceptsJson } from "../../src/bridge/tool-blocks.js";
 import type { ArtifactUpdateEvent, StatusUpdateEvent } from "../../src/protocol/model.js";
 import { startStubUpstream, type StubUpstream } from "../../tools/upstream/stub.js";
 import { failure, hang, text as textReply, tool as toolReply, type Reply } from "../../tools/upstream/script.js";

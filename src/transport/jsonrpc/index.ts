@@ -12,7 +12,7 @@ import { jsonRpcError } from "../../protocol/errors.js";
 import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import { hasScope, type Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
-import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/contract.js";
+import { allJsonRpcMethods, methodAvailability, type DeploymentFacts } from "../../discovery/facts.js";
 import type { MethodHandler } from "../../operations/index.js";
 import type { AuditCall, RequestState } from "../../pipeline/state.js";
 import { invoke, json } from "../http.js";
