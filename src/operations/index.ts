@@ -71,7 +71,7 @@ function coreHandlers(catalog: Catalog, deps: OperationDeps): CoreHandlers {
   const tasks: TasksHandlers<Call> =
     deps.tasks === undefined ? everyMember(FAMILIES.Tasks, noUpstream) : taskHandlers(deps.tasks, deps.push, operationQueries(catalog));
   const push: PushNotificationConfigsHandlers<Call> =
-    deps.push === undefined ? everyMember(FAMILIES.PushNotificationConfigs, pushNotSupported) : pushHandlers(deps.push);
+    deps.push === undefined ? everyMember(FAMILIES.PushNotificationConfigs, pushNotSupported) : pushHandlers(deps.push, operationQueries(catalog));
   const card = {
     "extended-card": async (_params, call) => deps.extendedCard(call.versionless === true ? "dual" : call.line),
   } satisfies ExtendedCardHandlers<Call>;

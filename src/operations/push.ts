@@ -1,13 +1,41 @@
 // Handlers of the push notification config operations (push.set / get / list / delete), JSON-RPC and REST of both
 // lines: decode with the caller's codec, run on the PushService, encode for the caller's line. REST passes the path
-// parameters in `params` (0.3 `{id, configId}`, 1.0 `{taskId, id}`) and the body in `params.body`. The query is not
-// read: push.list answers every config at once, so the pageSize and pageToken its 1.0 route declares are not checked
-// either (refusing a malformed one would turn an answer that succeeds today into an error).
+// parameters in `params` (0.3 `{id, configId}`, 1.0 `{taskId, id}`), the query parameters beside them and the body in
+// `params.body`. 1.0 lists page (`pageSize`, `pageToken` → `nextPageToken`); 0.3 lists answer every config at once.
 import type { PushNotificationConfigsHandlers } from "../../generated/types/methods.js";
+import { checkQuery, type QueryLookup } from "../contract/query.js";
 import { invalid } from "../protocol/codec/common.js";
 import { codecFor } from "../protocol/codec/index.js";
 import type { PushService } from "../push/service.js";
+import type { PushConfig } from "../protocol/model.js";
 import type { Call } from "./call.js";
+
+/**
+ * One page of a task's configs (1.0): `pageSize` unset or 0 answers all that are left. The token is the position of
+ * the next config in the task's list (in the order the configs were set), bound to the task: a config deleted between
+ * two pages moves the later ones up by one.
+ */
+export function pushConfigPage(taskId: string, configs: PushConfig[], pageSize: unknown, pageToken: unknown): { configs: PushConfig[]; nextPageToken: string } {
+  let start = 0;
+  if (pageToken !== undefined && pageToken !== "") {
+    const [task, offset] = decodeToken(pageToken);
+    if (task !== taskId || !Number.isSafeInteger(offset) || (offset as number) < 0) throw invalid("pageToken", "is not a page token of this task's configs");
+    start = offset as number;
+  }
+  const size = Number(pageSize ?? 0) || configs.length;
+  const end = Math.min(configs.length, start + size);
+  return { configs: configs.slice(start, end), nextPageToken: end < configs.length ? Buffer.from(JSON.stringify([taskId, end])).toString("base64url") : "" };
+}
+
+function decodeToken(token: unknown): unknown[] {
+  try {
+    const value: unknown = typeof token === "string" ? JSON.parse(Buffer.from(token, "base64url").toString("utf8")) : undefined;
+    if (Array.isArray(value) && value.length === 2) return value;
+  } catch {
+    // not base64url JSON: refused below
+  }
+  return [];
+}
 
 /**
  * The task and config ids of a REST route's path, whichever path family the route has: `/v1/tasks/{id}/
@@ -18,7 +46,7 @@ function restIds(params: Record<string, unknown>): { taskId?: unknown; configId?
   return "taskId" in params ? { taskId: params.taskId, configId: params.id } : { taskId: params.id, configId: params.configId };
 }
 
-export function pushHandlers(push: PushService) {
+export function pushHandlers(push: PushService, queries: QueryLookup) {
   const refOf = (params: Record<string, unknown>, call: Call) => {
     const codec = codecFor(call.line, call.transport);
     if (call.transport !== "rest") return codec.decodePushConfigRef(params);
@@ -39,7 +67,13 @@ export function pushHandlers(push: PushService) {
     "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(push.get(call.principal, refOf(params, call))),
     "push.list": async (params, call) => {
       const { taskId } = refOf(params, call);
-      return codecFor(call.line, call.transport).pushConfigList(push.list(call.principal, taskId));
+      const codec = codecFor(call.line, call.transport);
+      const configs = push.list(call.principal, taskId);
+      if (call.line !== "1.0") return codec.pushConfigList(configs);
+      const schema = call.transport === "rest" ? queries(call.line, call.method.operation!) : undefined;
+      if (schema !== undefined) checkQuery(schema, params);
+      const page = pushConfigPage(taskId, configs, params.pageSize, params.pageToken);
+      return codec.pushConfigList(page.configs, page.nextPageToken);
     },
     "push.delete": async (params, call) => {
       const codec = codecFor(call.line, call.transport);

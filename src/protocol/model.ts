@@ -2,18 +2,11 @@
 // and transport is a codec over it (src/protocol/codec/*): 0.3 JSON-RPC (`kind` shapes, lowercase states),
 // 0.3 REST (ProtoJSON with `content`, `ROLE_*`, `TASK_STATE_*`), 1.0 (ProtoJSON, oneof parts, wrappers).
 // The task store keeps these objects (compact snapshots), the runtime produces them, the codecs shape them.
+import { ListTasksParamsBounds, type Role as WireRole, type TaskState as WireTaskState } from "../../generated/types/v0_3.js";
+import { ListTasksRequestBounds } from "../../generated/types/v1_0.js";
 
-/** Task states (A2A 0.3 names; 1.0 maps them to TASK_STATE_*). */
-export type TaskState =
-  | "submitted"
-  | "working"
-  | "input-required"
-  | "completed"
-  | "canceled"
-  | "failed"
-  | "rejected"
-  | "auth-required"
-  | "unknown";
+/** Task states (A2A 0.3 names, generated from spec/; 1.0 maps them to TASK_STATE_*). */
+export type TaskState = WireTaskState;
 
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(["completed", "canceled", "failed", "rejected"]);
 /** States in which a task waits for its client (the turn is paused, not over). */
@@ -21,7 +14,7 @@ export const INTERRUPTED_STATES: ReadonlySet<TaskState> = new Set(["input-requir
 
 export const isTerminal = (state: TaskState): boolean => TERMINAL_STATES.has(state);
 
-export type Role = "user" | "agent";
+export type Role = WireRole;
 
 export type Metadata = Record<string, unknown>;
 
@@ -137,10 +130,10 @@ export interface SendParams {
   metadata?: Metadata;
 }
 
-/** Task listing bounds, the same on both lines: at most 100 per page; 50 when a 1.0 page size is unset, 20 for a 0.3 limit. */
-export const LIST_MAX_PAGE_SIZE = 100;
-export const LIST_DEFAULT_PAGE_SIZE = 50;
-export const LIST_DEFAULT_LIMIT = 20;
+/** Task listing bounds, as spec/ declares them: the largest 1.0 page (and 0.3 limit); the defaults of each line. */
+export const LIST_MAX_PAGE_SIZE: number = Math.max(ListTasksRequestBounds.pageSize.maximum, ListTasksParamsBounds.limit.maximum);
+export const LIST_DEFAULT_PAGE_SIZE: number = ListTasksRequestBounds.pageSize.default;
+export const LIST_DEFAULT_LIMIT: number = ListTasksParamsBounds.limit.default;
 
 export interface ListParams {
   contextId?: string;

@@ -870,6 +870,46 @@ describe.each(MODES)("push config errors on $name", (m) => {
   });
 });
 
+describe.each(MODES.filter((m) => m.line === "1.0"))("1.0 config lists page on $name", (m) => {
+  const page = (taskId: string, q: Record<string, string | number>): Promise<Reply> =>
+    m.transport === "jsonrpc"
+      ? jsonrpc(g.url, m, PUSH_METHODS["1.0"].list, { taskId, ...q })
+      : rest(g.url, m, "GET", `${configsPath(m, taskId)}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`);
+  const ids = async (res: Reply): Promise<{ ids: string[]; next: string }> => {
+    const result = await ok(m, res);
+    await expectValid(schemasOf(m).pushConfigList, result);
+    return { ids: result.configs.map((c: any) => c.id), next: result.nextPageToken };
+  };
+
+  it("pageSize 2 over three configs: two pages in the order they were set; pageSize 0 or unset answers all", async () => {
+    const task = await completedTask(g, m);
+    for (const id of ["p1", "p2", "p3"]) await ok(m, await pushSet(g.url, m, task.id, { id, url: rx.url(rx.path("pages")) }));
+    const first = await ids(await page(task.id, { pageSize: 2 }));
+    expect(first.ids).toEqual(["p1", "p2"]);
+    expect(first.next).not.toBe("");
+    expect(await ids(await page(task.id, { pageSize: 2, pageToken: first.next }))).toEqual({ ids: ["p3"], next: "" });
+    expect(await ids(await page(task.id, { pageSize: 5, pageToken: first.next }))).toEqual({ ids: ["p3"], next: "" });
+    expect(await ids(await page(task.id, { pageSize: 0 }))).toEqual({ ids: ["p1", "p2", "p3"], next: "" });
+    expect(await ids(await page(task.id, {}))).toEqual({ ids: ["p1", "p2", "p3"], next: "" });
+  });
+
+  it("another task's token, a malformed token and a negative pageSize → INVALID_PARAMS naming the parameter", async () => {
+    const task = await completedTask(g, m);
+    const other = await completedTask(g, m);
+    for (const id of ["q1", "q2"]) await ok(m, await pushSet(g.url, m, task.id, { id, url: rx.url(rx.path("pages")) }));
+    const { next } = await ids(await page(task.id, { pageSize: 1 }));
+    for (const [q, field] of [
+      [{ pageToken: next }, "pageToken"],
+      [{ pageToken: "not-a-token" }, "pageToken"],
+      [{ pageSize: -1 }, "pageSize"],
+    ] as const) {
+      const err = await expectError(m, await page(other.id, q), "INVALID_PARAMS");
+      const { fields, text } = errorFields(m, err);
+      expect(fields, text).toContain(field);
+    }
+  });
+});
+
 describe("private network targets (A2A_PUSH_ALLOW_PRIVATE_NETWORKS off, the default)", () => {
   let p: TaskGateway;
   beforeAll(async () => {

@@ -49,7 +49,7 @@ async function generate(outRoot: string): Promise<void> {
       writeJson(path.join(outRoot, "openrpc", `openrpc-${line}.json`), doc);
 
     const validators = writeValidators(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "validators"));
-    const types = writeSchemaTypes(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "types"));
+    const types = await writeSchemaTypes(path.join(outRoot, "json-schema"), Object.keys(schemaGroups), path.join(outRoot, "types"));
     writeMethodTypes(catalog, methodFamilies(program), path.join(outRoot, "types", "methods.ts"));
     const queries = writeQuerySchemas(catalog, raw, path.join(outRoot, "types", "queries.ts"));
 

@@ -181,7 +181,7 @@ export function codecOf(d: Dialect): Codec {
       return { tasks, total: page.totalSize, limit: page.pageSize, offset, hasMore: offset + page.tasks.length < page.totalSize };
     },
     pushConfig: d.push.encode,
-    pushConfigList: (cs) => (d.tagged ? cs.map(d.push.encode) : { configs: cs.map(d.push.encode), nextPageToken: "" }),
+    pushConfigList: (cs, nextPageToken = "") => (d.tagged ? cs.map(d.push.encode) : { configs: cs.map(d.push.encode), nextPageToken }),
     pushConfigDeleted: () => (d.tagged ? null : {}),
   };
 }

@@ -99,7 +99,8 @@ export interface Codec {
   streamEvent(event: StreamEvent): unknown;
   listResult(page: TaskPage, view?: TaskView): unknown;
   pushConfig(config: PushConfig): unknown;
-  pushConfigList(configs: PushConfig[]): unknown;
+  /** A list of configs; `nextPageToken` (1.0, and 0.3 REST where it is always empty) names the next page. */
+  pushConfigList(configs: PushConfig[], nextPageToken?: string): unknown;
   /** Result of a push config delete: 0.3 JSON-RPC `null`, otherwise `{}` (google.protobuf.Empty). */
   pushConfigDeleted(): unknown;
 }
