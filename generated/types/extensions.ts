@@ -76,6 +76,9 @@ export type PromptAgentPart = Schemas["extensions.PromptAgentPart"];
 
 export type PromptAsyncRequest = Schemas["extensions.PromptAsyncRequest"];
 
+/** Bounds and defaults of the numeric fields of PromptAsyncRequest. */
+export const PromptAsyncRequestBounds = { parts: { minItems: 1 } } as const;
+
 export type PromptFilePart = Schemas["extensions.PromptFilePart"];
 
 export type PromptFormat = Schemas["extensions.PromptFormat"];
@@ -105,6 +108,9 @@ export type ProvidersListParams = Schemas["extensions.ProvidersListParams"];
 export type ProvidersListResult = Schemas["extensions.ProvidersListResult"];
 
 export type QuestionInterruptDetails = Schemas["extensions.QuestionInterruptDetails"];
+
+/** Bounds and defaults of the numeric fields of QuestionInterruptDetails. */
+export const QuestionInterruptDetailsBounds = { questions: { minItems: 1 } } as const;
 
 export type QuestionInterruptHint = Schemas["extensions.QuestionInterruptHint"];
 
@@ -201,6 +207,33 @@ export type StreamBlockType = Schemas["extensions.StreamBlockType"];
 
 /** The values of StreamBlockType. */
 export const StreamBlockTypeValues = ["text", "reasoning", "tool_call", "file", "changes"] as const satisfies readonly StreamBlockType[];
+
+export type SubtaskItem = Schemas["extensions.SubtaskItem"];
+
+export type SubtaskItemError = Schemas["extensions.SubtaskItemError"];
+
+export type SubtaskItemResult = Schemas["extensions.SubtaskItemResult"];
+
+export type SubtaskItemStatus = Schemas["extensions.SubtaskItemStatus"];
+
+/** The values of SubtaskItemStatus. */
+export const SubtaskItemStatusValues = ["accepted", "rejected", "failed"] as const satisfies readonly SubtaskItemStatus[];
+
+export type SubtaskLimits = Schemas["extensions.SubtaskLimits"];
+
+/** Bounds and defaults of the numeric fields of SubtaskLimits. */
+export const SubtaskLimitsBounds = { max_parallel_subtasks: { minimum: 1 }, max_items_per_call: { minimum: 1 } } as const;
+
+export type SubtasksCallResult = Schemas["extensions.SubtasksCallResult"];
+
+export type SubtasksCancelParams = Schemas["extensions.SubtasksCancelParams"];
+
+export type SubtasksGetParams = Schemas["extensions.SubtasksGetParams"];
+
+export type SubtasksRunParams = Schemas["extensions.SubtasksRunParams"];
+
+/** Bounds and defaults of the numeric fields of SubtasksRunParams. */
+export const SubtasksRunParamsBounds = { items: { minItems: 1, maxItems: 32 } } as const;
 
 export type TodoItem = Schemas["extensions.TodoItem"];
 

@@ -42,6 +42,9 @@ export type MethodName =
   | "opencode.sessions.todo"
   | "opencode.sessions.unrevert"
   | "opencode.sessions.unshare"
+  | "opencode.subtasks.cancel"
+  | "opencode.subtasks.get"
+  | "opencode.subtasks.run"
   | "opencode.workspaces.create"
   | "opencode.workspaces.list"
   | "opencode.workspaces.remove"
@@ -89,6 +92,7 @@ export type ErrorReason =
   | "SESSION_NOT_FOUND"
   | "STREAM_BUDGET_EXCEEDED"
   | "STREAM_LIMIT_EXCEEDED"
+  | "SUBTASK_CALL_NOT_FOUND"
   | "TASK_NOT_CANCELABLE"
   | "TASK_NOT_FOUND"
   | "TASK_QUEUE_FULL"
@@ -119,7 +123,7 @@ export type OperationName =
   | "subscribe";
 
 /** The deployment toggles methods are conditional on (`@conditional`). */
-export const TOGGLES = ["A2A_ENABLE_SESSION_SHELL", "A2A_ENABLE_WORKSPACE_MUTATIONS"] as const;
+export const TOGGLES = ["A2A_ENABLE_SESSION_SHELL", "A2A_ENABLE_SUBTASKS", "A2A_ENABLE_WORKSPACE_MUTATIONS"] as const;
 
 /** Params and result of every method, as their JSON Schemas declare them. */
 export interface MethodTypes {
@@ -197,6 +201,12 @@ export interface MethodTypes {
   "opencode.sessions.unrevert": { params: Extensions.SessionUnrevertParams; result: Extensions.SessionSummaryResult };
   /** Withdraw a session's share link. */
   "opencode.sessions.unshare": { params: Extensions.SessionUnshareParams; result: Extensions.SessionSummaryResult };
+  /** Cancel every item of a call that has not ended (or of one group): waiting ones never start, running ones stop. */
+  "opencode.subtasks.cancel": { params: Extensions.SubtasksCancelParams; result: Extensions.SubtasksCallResult };
+  /** A call's items and the current state of their tasks. */
+  "opencode.subtasks.get": { params: Extensions.SubtasksGetParams; result: Extensions.SubtasksCallResult };
+  /** Run one subtask or `items[]`: each accepted item becomes an A2A task of the caller (a run of its agent in a child session). Answered at once with every item's status; `wait: true` answers when they have settled. Problems of one item (an unknown agent, command or model, a refused directory, the rate limit, OpenCode failing) are that item's `error` (the reasons INVALID_PARAMS, RATE_LIMITED, UPSTREAM_*); the call itself fails only when it is malformed, its parent task is unknown, or the store refuses it. */
+  "opencode.subtasks.run": { params: Extensions.SubtasksRunParams; result: Extensions.SubtasksCallResult };
   /** Create a workspace. */
   "opencode.workspaces.create": { params: Extensions.WorkspaceCreateParams; result: Extensions.WorkspaceResult };
   /** List the workspaces of the active project. */
@@ -249,6 +259,7 @@ export const FAMILIES = {
   ProviderDiscovery: ["opencode.models.list", "opencode.providers.list"],
   PushNotificationConfigs: ["push.delete", "push.get", "push.list", "push.set"],
   Sessions: ["opencode.sessions.children", "opencode.sessions.command", "opencode.sessions.diff", "opencode.sessions.fork", "opencode.sessions.get", "opencode.sessions.list", "opencode.sessions.messages.get", "opencode.sessions.messages.list", "opencode.sessions.prompt_async", "opencode.sessions.revert", "opencode.sessions.share", "opencode.sessions.shell", "opencode.sessions.status", "opencode.sessions.summarize", "opencode.sessions.todo", "opencode.sessions.unrevert", "opencode.sessions.unshare"],
+  Subtasks: ["opencode.subtasks.cancel", "opencode.subtasks.get", "opencode.subtasks.run"],
   Tasks: ["cancel", "get", "list", "send", "stream", "subscribe"],
   WorkspaceControl: ["opencode.projects.current", "opencode.projects.list", "opencode.workspaces.create", "opencode.workspaces.list", "opencode.workspaces.remove", "opencode.worktrees.create", "opencode.worktrees.list", "opencode.worktrees.remove", "opencode.worktrees.reset"],
 } as const;
@@ -345,6 +356,16 @@ export interface SessionsHandlers<C> {
   "opencode.sessions.unrevert": Handler<"opencode.sessions.unrevert", C>;
   /** Withdraw a session's share link. */
   "opencode.sessions.unshare": Handler<"opencode.sessions.unshare", C>;
+}
+
+/** opencode.subtasks.run / get / cancel: run named OpenCode agents as subtasks (one A2A task per item), in parallel groups, within a per-caller cap. */
+export interface SubtasksHandlers<C> {
+  /** Cancel every item of a call that has not ended (or of one group): waiting ones never start, running ones stop. */
+  "opencode.subtasks.cancel": Handler<"opencode.subtasks.cancel", C>;
+  /** A call's items and the current state of their tasks. */
+  "opencode.subtasks.get": Handler<"opencode.subtasks.get", C>;
+  /** Run one subtask or `items[]`: each accepted item becomes an A2A task of the caller (a run of its agent in a child session). Answered at once with every item's status; `wait: true` answers when they have settled. Problems of one item (an unknown agent, command or model, a refused directory, the rate limit, OpenCode failing) are that item's `error` (the reasons INVALID_PARAMS, RATE_LIMITED, UPSTREAM_*); the call itself fails only when it is malformed, its parent task is unknown, or the store refuses it. */
+  "opencode.subtasks.run": Handler<"opencode.subtasks.run", C>;
 }
 
 /** Task operations: send, stream, read, list, cancel and resubscribe. */

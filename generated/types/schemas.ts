@@ -2646,6 +2646,133 @@ export interface components {
         };
         /** @description Kind of content a stream block carries. */
         "extensions.StreamBlockType": "text" | "reasoning" | "tool_call" | "file" | "changes";
+        /**
+         * @description One subtask: a run of the named OpenCode agent on `prompt`, in a child session of the caller's context session
+         *     (the session the context, or `parent_task_id`, runs on; a session of its own when there is none). It becomes an
+         *     A2A task of its own, owned by the caller and listed under the call's context.
+         */
+        "extensions.SubtaskItem": {
+            /** @description OpenCode agent name (`GET /agent`), e.g. `general`, `explore` or an agent of the OpenCode config. */
+            agent: string;
+            /** @description What the agent is asked to do (the prompt text; with `command`, the command's arguments). */
+            prompt: string;
+            /** @description A short description of the subtask (the child session's title, as OpenCode's own task tool names it). */
+            description: string;
+            /** @description An OpenCode command (`GET /command`) to run instead of a plain prompt; `prompt` becomes its arguments. */
+            command?: string;
+            /** @description The model the subtask runs on (default: the agent's or OpenCode's). */
+            model?: components["schemas"]["extensions.ModelSelection"];
+            /**
+             * @description Items with the same group run concurrently; groups run one after the other, in the order their first item
+             *     appears. An item without a group is a group of its own.
+             */
+            parallel_group?: string;
+            /** @description The caller's name for the item, echoed in the result (default: its index, `"0"`, `"1"`, ...). Unique per call. */
+            client_id?: string;
+            /** @description Routing of this item (`metadata.opencode.directory` / `metadata.opencode.workspace`); default: the call's. */
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        };
+        /** @description Why an item was rejected or failed: the error the gateway would answer for it alone. */
+        "extensions.SubtaskItemError": {
+            /** @description The error reason (generated/contract/catalog.json), e.g. `INVALID_PARAMS`, `UPSTREAM_UNREACHABLE`. */
+            reason: string;
+            /** @description The JSON-RPC code of that reason on the caller's line. */
+            code: number;
+            message: string;
+            /** @description The offending field of the call's params, e.g. `items.1.agent`. */
+            field?: string;
+        };
+        /** @description One item of a subtasks call. */
+        "extensions.SubtaskItemResult": {
+            client_id: string;
+            status: components["schemas"]["extensions.SubtaskItemStatus"];
+            /** @description The item's A2A task (accepted items). */
+            task_id?: string;
+            /** @description The item's group (when it named one). */
+            parallel_group?: string;
+            /** @description The task's state when the answer was made (accepted items): `submitted` while it waits for its turn. */
+            state?: string;
+            error?: components["schemas"]["extensions.SubtaskItemError"];
+        };
+        /**
+         * @description What happened to one item of the call.
+         * @enum {string}
+         */
+        "extensions.SubtaskItemStatus": "accepted" | "rejected" | "failed";
+        /** @description The limits of `opencode.subtasks.*` on this deployment (extended card, `params.limits`). */
+        "extensions.SubtaskLimits": {
+            /** @description Subtasks of one caller that run at once (started and not ended), over all its calls (A2A_MAX_PARALLEL_SUBTASKS). */
+            max_parallel_subtasks: number;
+            /** @description Items one call may carry. */
+            max_items_per_call: number;
+            /**
+             * @description What happens to accepted items beyond `max_parallel_subtasks`: `queue`, they wait (state `submitted`) and start
+             *     in order as running ones end.
+             * @constant
+             */
+            excess_items: "queue";
+            /**
+             * @description How items without `parallel_group` run: `sequential`, each a group of its own.
+             * @constant
+             */
+            ungrouped_items: "sequential";
+            /**
+             * @description When the next group starts: `after_previous_group_ended`, once every item of the group before is terminal.
+             * @constant
+             */
+            group_order: "after_previous_group_ended";
+        };
+        /** @description Result of `opencode.subtasks.run`, `opencode.subtasks.get` and `opencode.subtasks.cancel`. */
+        "extensions.SubtasksCallResult": {
+            /** @description The call's id, for `opencode.subtasks.get` and `opencode.subtasks.cancel`. */
+            call_id: string;
+            /** @description The context the call's tasks are listed under. */
+            context_id: string;
+            /** @description The items in the order given. */
+            items: components["schemas"]["extensions.SubtaskItemResult"][];
+            /** @description Whether two or more accepted items share a group (so run concurrently). */
+            parallel: boolean;
+        };
+        /** @description Params of `opencode.subtasks.cancel`: every item of the call that has not ended, or only those of one group. */
+        "extensions.SubtasksCancelParams": {
+            call_id: string;
+            parallel_group?: string;
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        };
+        /** @description Params of `opencode.subtasks.get`. */
+        "extensions.SubtasksGetParams": {
+            call_id: string;
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        };
+        /**
+         * @description Params of `opencode.subtasks.run`: one subtask (its fields at the top level) or `items[]`, never both. At most
+         *     `SubtaskLimits.max_items_per_call` items.
+         */
+        "extensions.SubtasksRunParams": {
+            items?: components["schemas"]["extensions.SubtaskItem"][];
+            /** @description One subtask: the fields of a `SubtaskItem` at the top level (when `items` is absent). */
+            agent?: string;
+            prompt?: string;
+            description?: string;
+            command?: string;
+            model?: components["schemas"]["extensions.ModelSelection"];
+            parallel_group?: string;
+            client_id?: string;
+            /** @description The A2A context the subtasks are listed under (default: a new context shared by the call's items). */
+            context_id?: string;
+            /**
+             * @description A task of the caller the subtasks belong to: its context and its session become the subtasks' context and
+             *     parent session (a given `context_id` must be the task's).
+             */
+            parent_task_id?: string;
+            /**
+             * @description Answer only when every accepted item is terminal or waits for input (or waits behind one that does).
+             * @default false
+             */
+            wait?: boolean;
+            /** @description Routing for every item without its own (`metadata.opencode.directory` / `workspace`). */
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        };
         /** @description One entry of a session's todo list (written by OpenCode's todo tool). */
         "extensions.TodoItem": {
             /** @description Todo id, when OpenCode reports one (OpenCode 1.18 does not). */

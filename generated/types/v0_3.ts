@@ -22,6 +22,9 @@ export type AgentSkill = Schemas["v0_3.AgentSkill"];
 
 export type Artifact = Schemas["v0_3.Artifact"];
 
+/** Bounds and defaults of the numeric fields of Artifact. */
+export const ArtifactBounds = { parts: { minItems: 1 } } as const;
+
 export type AuthorizationCodeOAuthFlow = Schemas["v0_3.AuthorizationCodeOAuthFlow"];
 
 export type ClientCredentialsOAuthFlow = Schemas["v0_3.ClientCredentialsOAuthFlow"];
@@ -60,6 +63,9 @@ export const ListTasksParamsBounds = { limit: { minimum: 1, maximum: 100, defaul
 export type ListTasksResult = Schemas["v0_3.ListTasksResult"];
 
 export type Message = Schemas["v0_3.Message"];
+
+/** Bounds and defaults of the numeric fields of Message. */
+export const MessageBounds = { parts: { minItems: 1 } } as const;
 
 export type MessageSendConfiguration = Schemas["v0_3.MessageSendConfiguration"];
 

@@ -6,6 +6,9 @@ type Schemas = components["schemas"];
 
 export type Artifact = Schemas["v0_3_rest.Artifact"];
 
+/** Bounds and defaults of the numeric fields of Artifact. */
+export const ArtifactBounds = { parts: { minItems: 1 } } as const;
+
 export type ArtifactUpdateWrapper = Schemas["v0_3_rest.ArtifactUpdateWrapper"];
 
 export type AuthenticationInfo = Schemas["v0_3_rest.AuthenticationInfo"];
@@ -29,6 +32,9 @@ export type ListTaskPushNotificationConfigResponse = Schemas["v0_3_rest.ListTask
 export type ListTasksResponse = Schemas["v0_3_rest.ListTasksResponse"];
 
 export type Message = Schemas["v0_3_rest.Message"];
+
+/** Bounds and defaults of the numeric fields of Message. */
+export const MessageBounds = { content: { minItems: 1 } } as const;
 
 export type MessageWrapper = Schemas["v0_3_rest.MessageWrapper"];
 

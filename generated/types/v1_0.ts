@@ -10,6 +10,9 @@ export type AgentCapabilities = Schemas["v1_0.AgentCapabilities"];
 
 export type AgentCard = Schemas["v1_0.AgentCard"];
 
+/** Bounds and defaults of the numeric fields of AgentCard. */
+export const AgentCardBounds = { supportedInterfaces: { minItems: 1 } } as const;
+
 export type AgentCardSignature = Schemas["v1_0.AgentCardSignature"];
 
 export type AgentExtension = Schemas["v1_0.AgentExtension"];
@@ -23,6 +26,9 @@ export type AgentSkill = Schemas["v1_0.AgentSkill"];
 export type AnyDetail = Schemas["v1_0.AnyDetail"];
 
 export type Artifact = Schemas["v1_0.Artifact"];
+
+/** Bounds and defaults of the numeric fields of Artifact. */
+export const ArtifactBounds = { parts: { minItems: 1 } } as const;
 
 export type AuthenticationInfo = Schemas["v1_0.AuthenticationInfo"];
 
@@ -80,6 +86,9 @@ export const ListTasksRequestBounds = { pageSize: { minimum: 1, maximum: 100, de
 export type ListTasksResponse = Schemas["v1_0.ListTasksResponse"];
 
 export type Message = Schemas["v1_0.Message"];
+
+/** Bounds and defaults of the numeric fields of Message. */
+export const MessageBounds = { parts: { minItems: 1 } } as const;
 
 export type MutualTlsSecurityScheme = Schemas["v1_0.MutualTlsSecurityScheme"];
 

@@ -8,7 +8,7 @@
 import { A2AError, invalidParams } from "../contract/errors.js";
 import type { Principal } from "../auth/index.js";
 import type { Metadata } from "../protocol/model.js";
-import type { UpstreamClient } from "../upstream/client.js";
+import type { SessionCreateBody, UpstreamClient } from "../upstream/client.js";
 import { routingKey, type Routing } from "./directory.js";
 import { isObject } from "../util/object.js";
 
@@ -75,6 +75,21 @@ export class SessionResolver {
       this.#creating.set(key, pending);
     }
     return { sessionId: await pending, claimed: false, bindingKey: { contextId, scopeKey } };
+  }
+
+  /** The session `contextId` is bound to for the caller at `routing`, if any (no session is created). */
+  bound(principal: Principal, contextId: string, routing: Routing): string | undefined {
+    return this.records.getBinding(principal.id, contextId, routingKey(routing));
+  }
+
+  /**
+   * A new session of the caller from `body` (e.g. a subagent's child session: `parentID`, `agent`, `permission`). It
+   * is the caller's at once and bound to no context.
+   */
+  async createOwned(principal: Principal, body: SessionCreateBody, routing: Routing): Promise<string> {
+    const session = await this.upstream.createSession(body, routing);
+    this.records.setOwner(session.id, principal.id);
+    return session.id;
   }
 
   /** Forgets a binding whose session vanished upstream (the next resolve creates a new one). */

@@ -215,6 +215,8 @@ export const variables = {
   cardMaxAgeSeconds: int("A2A_CARD_MAX_AGE_SECONDS", 300, 0, 86_400, "`Cache-Control` max-age of the agent cards."),
   enableSessionShell: bool("A2A_ENABLE_SESSION_SHELL", false, "Enable the high-risk `opencode.sessions.shell` method."),
   enableWorkspaceMutations: bool("A2A_ENABLE_WORKSPACE_MUTATIONS", false, "Enable `opencode.workspaces.create/remove` and `opencode.worktrees.create/remove/reset`."),
+  enableSubtasks: bool("A2A_ENABLE_SUBTASKS", true, "Enable `opencode.subtasks.run/get/cancel` (named OpenCode agents run as subtasks, one A2A task per item)."),
+  maxParallelSubtasks: int("A2A_MAX_PARALLEL_SUBTASKS", 4, 1, 1_000, "Subtasks (`opencode.subtasks.run` items) one caller runs at once over all its calls; more wait, `submitted`, and start in order as running ones end."),
   allowDirectoryOverride: bool("A2A_ALLOW_DIRECTORY_OVERRIDE", true, "Allow `metadata.opencode.directory` inside the workspace root."),
   exposeWorkspaceRoot: bool("A2A_EXPOSE_WORKSPACE_ROOT_IN_CARD", false, "Publish the workspace root path in the runtime profile."),
   workspaceRoot: str("OPENCODE_WORKSPACE_ROOT", undefined, "Default workspace directory of OpenCode and the boundary for directory overrides."),
@@ -323,6 +325,7 @@ export function loadConfig(env: Env = process.env, packageVersion = "0.0.0"): Co
     toggles: {
       A2A_ENABLE_SESSION_SHELL: p.enableSessionShell,
       A2A_ENABLE_WORKSPACE_MUTATIONS: p.enableWorkspaceMutations,
+      A2A_ENABLE_SUBTASKS: p.enableSubtasks,
     },
   } as Config;
 }

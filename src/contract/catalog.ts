@@ -27,6 +27,8 @@ export interface ExtensionEntry {
   audience: "shared" | "provider-private";
   retention: "required" | "stable";
   description: string;
+  /** The extensions-group model (schema `extensions/<limits>`) of the limits the card publishes for it. */
+  limits?: string;
   methods: string[];
 }
 

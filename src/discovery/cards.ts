@@ -70,9 +70,11 @@ function extensionParams(catalog: Catalog, ext: ExtensionEntry, line: ProtocolLi
     for (const name of ext.methods)
       for (const reason of catalog.methods.find((x) => x.name === name)!.errors)
         errorCodes[reason] = errors.find((e) => e.reason === reason)!.code;
+    const limits = ext.limits === undefined ? undefined : facts.extensionLimits?.[ext.name];
     return {
       name: ext.name,
       audience: ext.audience,
+      ...(limits === undefined ? {} : { limits, limits_schema: `/schemas/extensions/${ext.limits}.json` }),
       methods: methodContracts(catalog, ext, facts),
       errors: { codes: errorCodes, carried_in: line === "0.3" ? "error.data.type" : "error.data[ErrorInfo].reason" },
     };

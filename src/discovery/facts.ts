@@ -16,6 +16,8 @@ export interface DeploymentFacts {
   toggles: Record<string, boolean>;
   /** A2A_REQUIRED_EXTENSIONS: extension URIs every A2A call must activate (cards mark them required). */
   requiredExtensions: string[];
+  /** The limits of an extension's methods on this deployment, by extension name (its `limits` model's shape). */
+  extensionLimits?: Record<string, unknown>;
   allowDirectoryOverride: boolean;
   project?: string;
   workspaceRoot?: string;

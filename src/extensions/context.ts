@@ -1,6 +1,6 @@
-// What every extension family handler may use. Families live in one file each (sessions.ts, discovery.ts,
-// workspace.ts, interrupts.ts) and export `handlers(deps)`, an object that satisfies the family's generated handler
-// interface (generated/types/methods.ts).
+// What every extension family handler may use. Families live in one file each (sessions/, discovery.ts,
+// workspace.ts, interrupts.ts, subtasks.ts) and export `handlers(deps)`, an object that satisfies the family's
+// generated handler interface (generated/types/methods.ts).
 import type { Logger } from "pino";
 import type { A2AMessageProjection, A2ATaskProjection } from "../../generated/types/extensions.js";
 import type { Config } from "../config/index.js";
@@ -12,6 +12,7 @@ import type { Message, Task } from "../protocol/model.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
 import type { InterruptRegistry } from "./interrupt-registry.js";
 import type { Storage } from "../storage/index.js";
+import type { SubtaskService } from "../subtasks/service.js";
 import type { EventHub } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
 
@@ -24,6 +25,8 @@ export interface ExtensionDeps {
   /** The interrupt registry the runtime reports asked/resolved interrupts to (built before the runtime). */
   interrupts: InterruptRegistry;
   sessions: SessionResolver;
+  /** opencode.subtasks.*: named agents run as subtasks. */
+  subtasks: SubtaskService;
   routing: RoutingPolicy;
   metrics: Metrics;
   log: Pick<Logger, "info" | "warn" | "error" | "debug">;

@@ -127,6 +127,16 @@ export class TaskLifecycle {
     live.persistTimer.unref();
   }
 
+  /** A `submitted` task's turn starts: it works from now on (saved and told like any state change). */
+  begin(live: LiveTask): void {
+    if (live.state !== "submitted") return;
+    const status = { state: "working" as const, timestamp: now() };
+    live.update({ status });
+    const event: StatusUpdateEvent = { kind: "status-update", taskId: live.id, contextId: live.contextId, status, final: false };
+    this.save(live.task, event);
+    live.fanout.publish(event);
+  }
+
   /**
    * After the caller answered the pending interrupt: the task is working again at once (OpenCode confirms with
    * its *.replied event shortly after), so a blocking send waits for the continued turn.

@@ -12,10 +12,14 @@ import { INTERRUPTED_STATES, isTerminal, now, type Artifact, type Message, type 
 import { FanOut } from "./fanout.js";
 import type { PendingInterrupt } from "./options.js";
 
-/** A prompt sent into a turn (parts, and the turn's model). */
+/** A prompt sent into a turn (parts, and the turn's model and agent). */
 export interface PromptBody {
   parts: PromptPart[];
   model?: { providerID: string; modelID: string };
+  /** The OpenCode agent that answers (prompt `agent`); OpenCode's default agent when absent. */
+  agent?: string;
+  /** Run this OpenCode command (`POST /session/{id}/command`) with these arguments instead of a prompt. */
+  command?: { name: string; arguments: string };
 }
 
 /** The upstream turn a live task runs right now. */
@@ -23,21 +27,24 @@ export interface ActiveTurn {
   mapper: StreamMapper;
   sessionId: string;
   routing: Routing;
+  /** The agent the turn runs as (follow-ups go to it too). */
+  agent?: string;
   /** Follow-up prompts sent into the turn, by the mapper's follow-up ordinal (sent again if OpenCode stalls them). */
   followUps: PromptBody[];
   stallTimer?: NodeJS.Timeout;
 }
 
 /** A new task for `message`, with the output modes it negotiated. */
-export function newTask(message: Message, contextId: string, acceptedOutputModes: string[]): Task {
+export function newTask(message: Message, contextId: string, acceptedOutputModes: string[], state: "working" | "submitted" = "working"): Task {
   const taskId = randomUUID();
   // The message was decoded from this request alone (nothing else holds it): kept as is, no copy.
   const userMessage: Message = { ...message, taskId, contextId, role: "user" };
   return {
     id: taskId,
     contextId,
-    // Working from the start: the turn is handed to OpenCode right away (one store write fewer per task).
-    status: { state: "working", timestamp: now() },
+    // Working from the start: the turn is handed to OpenCode right away (one store write fewer per task). Submitted
+    // only when the turn waits for something before it may start (a subtask waiting for its group and slot).
+    status: { state, timestamp: now() },
     history: [userMessage],
     metadata: { opencode: { output_negotiation: { accepted_output_modes: acceptedOutputModes } } },
   };
@@ -51,6 +58,8 @@ export class LiveTask {
   #task: Task;
   /** Resolves when the task is terminal or interrupted (what a blocking send waits for). */
   readonly #waiters = new Set<() => void>();
+  /** Resolve when the task is terminal. */
+  readonly #endWaiters = new Set<() => void>();
   sessionId: string | undefined;
   persistTimer: NodeJS.Timeout | undefined;
   /** The client takes `text/x-diff` files (else the `changes` diff comes as text parts). */
@@ -102,8 +111,18 @@ export class LiveTask {
     return new Promise((resolve) => this.#waiters.add(resolve));
   }
 
+  /** Resolves when the task is terminal. */
+  ended(): Promise<void> {
+    if (isTerminal(this.state)) return Promise.resolve();
+    return new Promise((resolve) => this.#endWaiters.add(resolve));
+  }
+
   wake(): void {
-    if (isTerminal(this.state)) this.turnChanged();
+    if (isTerminal(this.state)) {
+      this.turnChanged();
+      for (const resolve of this.#endWaiters) resolve();
+      this.#endWaiters.clear();
+    }
     if (!(isTerminal(this.state) || INTERRUPTED_STATES.has(this.state))) return;
     for (const resolve of this.#waiters) resolve();
     this.#waiters.clear();

@@ -77,3 +77,18 @@ export interface InterruptHooks {
   /** Answer the pending interrupt with a follow-up message (question: its text); throws a typed A2AError. */
   answer?(principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void>;
 }
+
+/** How a task's turn runs when it is not a plain prompt of the default agent (a subtask's turn). */
+export interface TurnSpec {
+  /** The OpenCode agent the turn runs as (prompt `agent`). */
+  agent?: string;
+  /** An OpenCode command the turn runs (`POST /session/{id}/command`), the message text being its arguments. */
+  command?: string;
+  /**
+   * The task is created `submitted` and its turn waits for this: true = start now (admitted like any new turn, then
+   * `working`); false = never (the task, if it has not ended, ends canceled).
+   */
+  gate?: Promise<boolean>;
+  /** Keys the new task carries in `metadata.opencode` from the start (e.g. `subtask`). */
+  opencode?: Metadata;
+}

@@ -19,15 +19,15 @@ import { traceOfRouting, withTrace, type TraceContext } from "../tracing/index.j
 import { upstreamAbort, type AbortUpstream } from "./abort.js";
 import { Admission, type AdmissionStatus } from "./admission.js";
 import { FanOut, type EventQueue } from "./fanout.js";
-import { TaskLifecycle } from "./lifecycle.js";
+import { mergeOpencode, TaskLifecycle } from "./lifecycle.js";
 import { LiveTask, newTask } from "./live-task.js";
-import type { PendingInterrupt, RuntimeOptions } from "./options.js";
+import type { PendingInterrupt, RuntimeOptions, TurnSpec } from "./options.js";
 import { checkContinuation, checkModel, noTurnToContinue, notTheOwner, outputModes, requestMetadata, wantsFileContents } from "./requests.js";
 import { failOrphans } from "./restart.js";
 import { asTaskError, errorText } from "./task-error.js";
 import { TurnLoop } from "./turn.js";
 
-export type { InterruptHooks, PendingInterrupt, RuntimeOptions, TransitionHooks, TurnArtifactOptions } from "./options.js";
+export type { InterruptHooks, PendingInterrupt, RuntimeOptions, TransitionHooks, TurnArtifactOptions, TurnSpec } from "./options.js";
 
 export interface StreamHandle {
   events: EventQueue;
@@ -78,10 +78,10 @@ export class TaskRuntime {
 
   /**
    * message/send: starts (or continues) a task. Blocking (default) waits until the task is terminal or
-   * interrupted; non-blocking returns the working task at once.
+   * interrupted; non-blocking returns the working task at once. `spec`: a subtask's agent, command and start gate.
    */
-  async send(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext): Promise<Task> {
-    const { live } = await this.#start(principal, params, undefined, configure, trace);
+  async send(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
+    const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
     if (params.configuration?.blocking !== false) await live.settled();
     return live.task;
   }
@@ -117,6 +117,7 @@ export class TaskRuntime {
     attach?: (live: LiveTask) => T,
     configure?: (task: Task) => void,
     trace?: TraceContext,
+    spec?: TurnSpec,
   ): Promise<{ live: LiveTask; queue: T }> {
     const message = params.message;
     const modes = outputModes(params);
@@ -134,10 +135,12 @@ export class TaskRuntime {
     const preResolved =
       explicitSessionId(metadata) === undefined ? undefined : await this.opts.sessions.resolve(principal, contextId, metadata, routing, sessionTitle(message));
     await checkModel(this.opts.model, metadata);
-    // Admission: a free turn, or a place in the bounded queue; else refused before anything is created.
-    const admitNow = this.#admission.admit();
+    // Admission: a free turn, or a place in the bounded queue, else refused before anything is created (gated: later).
+    const gate = spec?.gate;
+    const admitNow = gate === undefined ? this.#admission.admit() : false;
 
-    const task = newTask(message, contextId, modes.accepted);
+    const task = newTask(message, contextId, modes.accepted, gate === undefined ? "working" : "submitted");
+    if (spec?.opencode !== undefined) task.metadata = mergeOpencode(task.metadata, spec.opencode);
     const taskId = task.id;
     const live = new LiveTask(task, principal.id, routing);
     live.diffAsFile = modes.diffAsFile;
@@ -161,15 +164,34 @@ export class TaskRuntime {
       }
     }
     const queue = attach?.(live) as T;
-    const request = { principal, message, metadata, parts, routing, acceptedOutputModes: modes.accepted, preResolved };
+    const request = { principal, message, metadata, parts, routing, acceptedOutputModes: modes.accepted, preResolved, agent: spec?.agent, command: spec?.command };
     const turn = (): Promise<void> =>
       this.#turns.run(live, request).catch((error: unknown) => {
         this.opts.log.error({ err: errorText(error), taskId }, "turn crashed");
         this.#lifecycle.fail(live, asTaskError(error));
       });
-    this.#admission.enter(live, turn, admitNow);
+    if (gate === undefined) this.#admission.enter(live, turn, admitNow);
+    else void gate.then((go) => this.#opened(live, go, turn));
     return { live, queue };
   }
+
+  /** The gate of a `submitted` task opened: its turn is admitted (it works from then on), or it never runs. */
+  #opened(live: LiveTask, go: boolean, turn: () => Promise<void>): void {
+    if (go && !isTerminal(live.state) && !this.#lifecycle.stopped) {
+      try {
+        const now = this.#admission.admit();
+        this.#lifecycle.begin(live);
+        this.#admission.enter(live, turn, now);
+        return;
+      } catch (error) {
+        this.#lifecycle.fail(live, asTaskError(error));
+      }
+    } else if (!isTerminal(live.state)) this.#lifecycle.finish(live, "canceled", undefined, {});
+    this.#live.delete(live.id);
+  }
+
+  /** Resolves when the task is terminal (at once when no turn of it is live here). */
+  ended = (taskId: string): Promise<void> => this.#live.get(taskId)?.ended() ?? Promise.resolve();
 
   /** A message to an existing task: the answer to its pending interrupt, or a follow-up into its running turn. */
   async #continue(

@@ -47,6 +47,10 @@ export interface TurnRequest {
   routing: Routing;
   acceptedOutputModes: string[];
   preResolved: ResolvedSession | undefined;
+  /** The OpenCode agent the turn runs as (a subtask's); OpenCode's default when absent. */
+  agent?: string;
+  /** An OpenCode command the turn runs, the message text being its arguments (a subtask's). */
+  command?: string;
 }
 
 export class TurnLoop {
@@ -68,7 +72,12 @@ export class TurnLoop {
       return;
     }
     const model = modelOf(metadata);
-    const body = { parts: request.parts, ...(model === undefined ? {} : { model }) };
+    const body: PromptBody = {
+      parts: request.parts,
+      ...(model === undefined ? {} : { model }),
+      ...(request.agent === undefined ? {} : { agent: request.agent }),
+      ...(request.command === undefined ? {} : { command: { name: request.command, arguments: userText(message) } }),
+    };
     const run = (session: ResolvedSession, mayVanish: boolean): Promise<TurnOutcome> => {
       live.sessionId = session.sessionId;
       live.update({ metadata: mergeShared(live.task.metadata, { session: { id: session.sessionId } }) });
@@ -105,7 +114,8 @@ export class TurnLoop {
     const ordinal = turn.mapper.acceptFollowUp();
     if (ordinal === undefined) throw turnEnded(live.id, live.state);
     const model = modelOf(metadata);
-    const body: PromptBody = { parts, ...(model === undefined ? {} : { model }) };
+    // A follow-up is answered by the agent the task runs as (OpenCode's default agent otherwise).
+    const body: PromptBody = { parts, ...(model === undefined ? {} : { model }), ...(turn.agent === undefined ? {} : { agent: turn.agent }) };
     turn.followUps[ordinal] = body;
     try {
       await this.#prompt(turn.sessionId, turn.routing, body, live.abort.signal);
@@ -120,8 +130,26 @@ export class TurnLoop {
     this.deps.lifecycle.persistSoon(live);
   }
 
-  #prompt(sessionId: string, routing: Routing, body: PromptBody, signal: AbortSignal): Promise<unknown> {
-    return this.deps.opts.upstream.call("sessionPromptAsync", (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: sessionId }, body }), { ...routing, sessionId, signal });
+  /**
+   * Sends the prompt. A command is not waited for: OpenCode answers it only when its whole turn is done, and the turn
+   * is followed on the event stream like a prompt's; `refused` gets a failure of the command call.
+   */
+  #prompt(sessionId: string, routing: Routing, body: PromptBody, signal: AbortSignal, refused?: (error: unknown) => void): Promise<unknown> {
+    const { upstream } = this.deps.opts;
+    const { command, ...prompt } = body;
+    if (command !== undefined) {
+      const request = {
+        command: command.name,
+        arguments: command.arguments,
+        ...(prompt.agent === undefined ? {} : { agent: prompt.agent }),
+        ...(prompt.model === undefined ? {} : { model: `${prompt.model.providerID}/${prompt.model.modelID}` }),
+      };
+      void upstream
+        .call("sessionCommand", (c) => sdk.sessionCommand({ ...c, path: { sessionID: sessionId }, body: request }), { ...routing, sessionId, signal, timeout: false, budget: false })
+        .catch((error: unknown) => refused?.(error));
+      return Promise.resolve();
+    }
+    return upstream.call("sessionPromptAsync", (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: sessionId }, body: prompt }), { ...routing, sessionId, signal });
   }
 
   /** After an idle that left follow-ups unanswered: what OpenCode still has not started on is prompted again. */
@@ -168,12 +196,15 @@ export class TurnLoop {
         ...(opts.artifacts === undefined ? {} : { fileMaxBytes: opts.artifacts.fileMaxBytes }),
       });
       try {
-        await this.#prompt(sessionId, routing, body, live.abort.signal);
+        await this.#prompt(sessionId, routing, body, live.abort.signal, (error) => {
+          if (!isTerminal(live.state)) lifecycle.fail(live, asTaskError(error));
+          sub?.close();
+        });
       } catch (error) {
         if (mayVanish && error instanceof UpstreamError && error.kind === "http" && error.status === 404) return "vanished";
         throw error;
       }
-      const turn: ActiveTurn = { mapper, sessionId, routing, followUps: [] };
+      const turn: ActiveTurn = { mapper, sessionId, routing, followUps: [], ...(body.agent === undefined ? {} : { agent: body.agent }) };
       live.turn = turn;
       const stop = (reason: UpstreamError | A2AError): void => {
         if (!isTerminal(live.state)) lifecycle.fail(live, reason);

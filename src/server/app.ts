@@ -24,6 +24,7 @@ import { extensionHandlers } from "../extensions/index.js";
 import { InterruptRegistry } from "../extensions/interrupt-registry.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import { StoreHealth } from "../storage/health.js";
+import { SubtaskService, subtaskLimits } from "../subtasks/service.js";
 import { ModelMonitor } from "../upstream/model-check.js";
 import { traceFields, type TraceContext } from "../tracing/index.js";
 import { startSpanExport } from "../tracing/otel.js";
@@ -55,6 +56,7 @@ export function deploymentFacts(config: Config, hasUpstream: boolean): Deploymen
     pushNotifications: config.pushEnabled && hasUpstream,
     toggles: config.toggles,
     requiredExtensions: config.requiredExtensions,
+    extensionLimits: { "opencode-subtasks": subtaskLimits(config.maxParallelSubtasks) },
     allowDirectoryOverride: config.allowDirectoryOverride,
     ...(config.project ? { project: config.project } : {}),
     ...(config.workspaceRoot ? { workspaceRoot: config.workspaceRoot } : {}),
@@ -239,6 +241,16 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
           runtime,
           interrupts,
           sessions,
+          subtasks: new SubtaskService({
+            runtime,
+            sessions,
+            upstream: deps.upstream.client,
+            calls: storage.subtaskCalls,
+            routing,
+            maxParallel: config.maxParallelSubtasks,
+            limits,
+            log: log.child({ component: "subtasks" }),
+          }),
           routing,
           metrics,
           log: log.child({ component: "extensions" }),

@@ -1,13 +1,14 @@
 // The persistence entry point: openStorage() gives the task store, session store, push config store, interrupt
-// registry store and audit log of one backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the default; a hardened
-// local SQLite file or :memory:) or "memory" (process-local maps) — plus close(), which checkpoints and closes the
-// SQLite file.
+// registry store, audit log and subtask calls of one backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the
+// default; a hardened local SQLite file or :memory:) or "memory" (process-local maps) — plus close(), which
+// checkpoints and closes the SQLite file.
 import { MemoryAuditStore, SqliteAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
 import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { MemorySessionStore, SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
+import { MemorySubtaskCallStore, SqliteSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { MemoryTaskStore, SqliteTaskStore, type TaskStore } from "./tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError } from "../config/store-url.js";
 
@@ -46,6 +47,8 @@ export interface Storage {
   interrupts: InterruptStore;
   /** Who called which method on which task/session, and the outcome (GET /admin/audit). */
   audit: AuditStore;
+  /** Calls of opencode.subtasks.run and their items. */
+  subtaskCalls: SubtaskCallStore;
   /** The SQLite database (sqlite backend only): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
   close(): void;
@@ -73,6 +76,7 @@ export function openStorage(options: StorageOptions): Storage {
       atomically: (fn) => fn(),
       interrupts: new MemoryInterruptStore(now),
       audit: new MemoryAuditStore(),
+      subtaskCalls: new MemorySubtaskCallStore(),
       close: () => {},
     };
   }
@@ -89,6 +93,7 @@ export function openStorage(options: StorageOptions): Storage {
       atomically: (fn) => db.transaction("atomically", fn),
       interrupts: new SqliteInterruptStore(db, now),
       audit: new SqliteAuditStore(db),
+      subtaskCalls: new SqliteSubtaskCallStore(db),
       database: db,
       close: () => db.close(),
     };
@@ -105,4 +110,5 @@ export * from "./sessions.js";
 export * from "./push-configs.js";
 export * from "./interrupts.js";
 export * from "./audit.js";
+export * from "./subtask-calls.js";
 export * from "../config/store-url.js";

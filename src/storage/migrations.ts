@@ -169,6 +169,18 @@ function v6(db: Database.Database): void {
   db.exec("CREATE INDEX IF NOT EXISTS a2a_audit_log_trace ON a2a_audit_log (trace_id)");
 }
 
+// Calls of opencode.subtasks.run (src/storage/subtask-calls.ts): one row per call, its items as JSON (their states
+// are their tasks'). Read by call id only.
+const V7 = `
+CREATE TABLE IF NOT EXISTS a2a_subtask_calls (
+  call_id    TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  context_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  items_json TEXT NOT NULL
+);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
@@ -176,6 +188,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, description: "task indexes: only the per-owner listing orders", up: (db) => db.exec(V4) },
   { version: 5, description: "push notification outbox", up: (db) => db.exec(V5) },
   { version: 6, description: "trace ids: audit log trace_id, push outbox traceparent/tracestate", up: v6 },
+  { version: 7, description: "subtask calls (opencode.subtasks.run)", up: (db) => db.exec(V7) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

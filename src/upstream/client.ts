@@ -34,6 +34,9 @@ export interface UpstreamClientOptions {
   fetch?: typeof fetch;
 }
 
+/** The body of `POST /session` (title, parentID, agent, permission, ...). */
+export type SessionCreateBody = NonNullable<Parameters<typeof sdk.sessionCreate>[0]>["body"];
+
 export interface CallOptions {
   /** Instance routing; `directory` defaults to the configured one. A workspace id wins over the directory. */
   directory?: string;
@@ -285,7 +288,7 @@ export class UpstreamClient {
     });
   }
 
-  async createSession(body: NonNullable<Parameters<typeof sdk.sessionCreate>[0]>["body"], opts: CallOptions = {}): Promise<Session> {
+  async createSession(body: SessionCreateBody, opts: CallOptions = {}): Promise<Session> {
     return this.call("sessionCreate", (c) => sdk.sessionCreate({ ...c, ...(body === undefined ? {} : { body }) }), {
       ...opts,
       validate: isSession,

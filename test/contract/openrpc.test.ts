@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorEntry, generatedDir, PROTOCOL_LINES, type ProtocolLine } from "../../src/contract/catalog.js";
 import { methodAvailability } from "../../src/discovery/facts.js";
 import type { OpenRpcDocument } from "../../src/discovery/openrpc.js";
-import { call, startGateway, type StartedGateway } from "../support/gateway.js";
+import { loadConfig } from "../../src/config/index.js";
+import { call, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
 import { catalog, methodsOfLine } from "../support/contract.js";
 
 function metaValidator(): ValidateFunction {
@@ -155,9 +156,11 @@ describe("served /openrpc.json", () => {
     expect(toggled.length).toBeGreaterThan(0);
     const off = (await call(gw.url, "/openrpc.json", { auth: false, headers: { "A2A-Version": "1.0" } })).body as OpenRpcDocument;
     const on = (await call(shell.url, "/openrpc.json", { auth: false })).body as OpenRpcDocument;
+    // A2A_ENABLE_SUBTASKS is on unless set false; the other toggles are off unless set true
+    const defaults = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN }).toggles;
     for (const m of toggled) {
-      expect(off.methods.find((x) => x.name === m.name)!["x-availability"], m.name).toBe("disabled");
-      const expected = m.toggle === "A2A_ENABLE_SESSION_SHELL" ? "available" : "disabled";
+      expect(off.methods.find((x) => x.name === m.name)!["x-availability"], m.name).toBe(defaults[m.toggle!] === true ? "available" : "disabled");
+      const expected = m.toggle === "A2A_ENABLE_SESSION_SHELL" || defaults[m.toggle!] === true ? "available" : "disabled";
       expect(on.methods.find((x) => x.name === m.name)!["x-availability"], m.name).toBe(expected);
     }
   });

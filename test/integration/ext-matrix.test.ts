@@ -5,14 +5,14 @@
 //   3. OpenCode down (OPENCODE_BASE_URL on a closed 127.0.0.1 port) → a typed upstream error, bounded in time;
 //      3b. OpenCode answering 5xx / a 2xx that is not the contract's shape (its HTML web UI) / too slowly →
 //      UPSTREAM_HTTP_ERROR / UPSTREAM_PAYLOAD_ERROR / UPSTREAM_TIMEOUT;
-//   4. an unknown session / request / task → *_NOT_FOUND; another principal's session → SESSION_FORBIDDEN for the
-//      admin on owner-guarded methods (the admin reads every session), SESSION_NOT_FOUND for a non-admin on every
-//      session method; another principal's request / task → not found;
+//   4. an unknown session / request / task / subtask call → *_NOT_FOUND; another principal's session →
+//      SESSION_FORBIDDEN for the admin on owner-guarded methods (the admin reads every session), SESSION_NOT_FOUND
+//      for a non-admin on every session method; another principal's request / task / call → not found;
 //   5. every error any call returns is declared for the method in the catalog (project errors) or generic
 //      (JSON-RPC / A2A origin), and never INTERNAL_ERROR;
 //   6. a success call with valid params returns a result valid against the method's `result_schema`.
 // Methods are never listed by hand: the catalog says which fields, toggles, scopes and errors each one has. The stub
-// OpenCode lacks the provider / project / workspace / worktree routes; those calls get canned 2xx bodies through
+// OpenCode lacks the project / workspace / worktree routes; those calls get canned 2xx bodies through
 // `stub.failNext` for exactly the routes the gateway asked for (the gateway's own code still runs end to end).
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -44,8 +44,10 @@ const byName = (name: string): MethodEntry => {
   return m;
 };
 const ORIGIN = new Map<string, string>(catalog.errors["0.3"].map((e) => [e.reason, e.origin]));
-/** Every toggle of the catalog switched on (the gateways where toggled methods must be callable). */
-const ALL_TOGGLES = Object.fromEntries([...new Set(EXT.flatMap((m) => (m.toggle ? [m.toggle] : [])))].map((t) => [t, "true"]));
+/** Every toggle of the catalog switched on (the gateways where toggled methods must be callable), or off. */
+const TOGGLE_NAMES = [...new Set(EXT.flatMap((m) => (m.toggle ? [m.toggle] : [])))];
+const ALL_TOGGLES = Object.fromEntries(TOGGLE_NAMES.map((t) => [t, "true"]));
+const NO_TOGGLES = Object.fromEntries(TOGGLE_NAMES.map((t) => [t, "false"]));
 const UPSTREAM_TIMEOUT_S = 2;
 /** No call may take longer than this (the gateways' OPENCODE_TIMEOUT plus slack). */
 const CALL_BUDGET_MS = UPSTREAM_TIMEOUT_S * 1000 + 2_000;
@@ -108,6 +110,9 @@ const sessionScoped = (m: MethodEntry) => requiredOf(m).includes("session_id");
 const ownerGuarded = (m: MethodEntry) => m.errors.includes("SESSION_FORBIDDEN");
 const requestScoped = (m: MethodEntry) => requiredOf(m).includes("request_id");
 const taskScoped = (m: MethodEntry) => requiredOf(m).includes("taskId");
+const callScoped = (m: MethodEntry) => requiredOf(m).includes("call_id");
+/** Methods that start subtasks: one subtask's fields at the top level (or `items`). */
+const subtaskRun = (m: MethodEntry) => hasParam(m, "items") && hasParam(m, "agent");
 /** The interrupt kind a request-scoped or recovery method is about (its name says it). */
 function interruptTypeOf(m: MethodEntry): "permission" | "question" {
   if (/permission/.test(m.name)) return "permission";
@@ -192,6 +197,8 @@ interface Fixture {
   message?: string;
   requests?: Partial<Record<"permission" | "question", string>>;
   task?: string;
+  /** A subtask call (opencode.subtasks.run) of the caller. */
+  call?: string;
 }
 /** The stub's first command and primary agent (what OpenCode would accept). */
 let stubCommand = "init";
@@ -208,6 +215,8 @@ function realize(m: MethodEntry, fx: Fixture): Obj {
   if ("request_id" in p) p.request_id = fx.requests?.[interruptTypeOf(m)];
   if ("answers" in p) p.answers = [["blue"]]; // one answer per question of the fixture's question
   if ("taskId" in p) p.taskId = fx.task;
+  if ("call_id" in p) p.call_id = fx.call;
+  if (subtaskRun(m)) Object.assign(p, { agent: stubAgent, prompt: "matrix subtask", description: "matrix" });
   // exactly one of input / permissionOptionId is required by the handler; the schema cannot say so
   if (hasParam(m, "permissionOptionId") && p.input === undefined && p.permissionOptionId === undefined) p.permissionOptionId = "once";
   const request = p.request;
@@ -265,7 +274,7 @@ async function invokeServed(tg: TaskGateway, line: ProtocolLine, m: MethodEntry,
 // ---- gateways -------------------------------------------------------------------------------------------------------
 
 let main: TaskGateway; // every toggle on, stub OpenCode up
-let plain: TaskGateway; // no toggle set, stub OpenCode up
+let plain: TaskGateway; // every toggle off, stub OpenCode up
 let down: { url: string; gateway: Gateway; storage: Storage; upstream: Upstream; server: http.Server; close(): Promise<void> };
 
 async function closedPort(): Promise<number> {
@@ -375,6 +384,14 @@ async function settled<T>(build: () => Promise<T>, attempts = 4): Promise<T> {
   }
 }
 
+/** A subtask call of the test token's principal (one item, run by the stub): its id. */
+async function subtaskCall(tg: TaskGateway): Promise<string> {
+  const run = EXT.find(subtaskRun)!;
+  const o = await invoke(tg.url, "0.3", run, realize(run, {}));
+  expect(o.ok, describeOutcome(o)).toBe(true);
+  return (o as { result: Obj }).result.call_id as string;
+}
+
 /** A handler of the gateway's method registry run as `principal` (the HTTP edge has the one admin token). */
 async function callAs(gateway: Gateway, principal: Principal, m: MethodEntry, params: Obj, line: ProtocolLine = "0.3"): Promise<Outcome> {
   try {
@@ -392,7 +409,7 @@ async function callAs(gateway: Gateway, principal: Principal, m: MethodEntry, pa
 beforeAll(async () => {
   [main, plain, down] = await Promise.all([
     startTaskGateway({ ...ALL_TOGGLES, OPENCODE_TIMEOUT: String(UPSTREAM_TIMEOUT_S) }, { sharing: true }),
-    startTaskGateway({ OPENCODE_TIMEOUT: String(UPSTREAM_TIMEOUT_S) }),
+    startTaskGateway({ ...NO_TOGGLES, OPENCODE_TIMEOUT: String(UPSTREAM_TIMEOUT_S) }),
     startDownGateway(),
   ]);
   const commands = (await (await fetch(`${main.stub.url}/command`)).json()) as { name: string }[];
@@ -423,6 +440,7 @@ describe("the catalog slice", () => {
       if (m.scope?.startsWith("sessions.")) expect(ownerGuarded(m), `${m.name} (scope ${m.scope})`).toBe(m.scope !== "sessions.read");
       if (requestScoped(m)) expect(m.errors, m.name).toContain("INTERRUPT_REQUEST_NOT_FOUND");
       if (taskScoped(m)) expect(m.errors, m.name).toContain("TASK_NOT_FOUND");
+      if (callScoped(m)) expect(m.errors, m.name).toContain("SUBTASK_CALL_NOT_FOUND");
     }
   });
 });
@@ -495,7 +513,7 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
   const UNKNOWN_TO_DOWN = "ses_matrixdownunknown";
   const OWNED_ON_DOWN = "ses_matrixdownowned";
   let fx: Fixture;
-  beforeAll(() => {
+  beforeAll(async () => {
     down.storage.sessions.setOwner(OWNED_ON_DOWN, ADMIN_ID);
     const add = (type: "permission" | "question", details: Obj) => {
       const requestId = `${type === "permission" ? "per" : "que"}_matrixdown${randomUUID().slice(0, 8)}`;
@@ -513,6 +531,15 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
       requests: { permission: add("permission", sample("extensions/PermissionInterruptDetails")), question: add("question", sample("extensions/QuestionInterruptDetails")) },
       task: randomUUID(),
     };
+    // a subtask call on the down gateway: kept, its item failed (OpenCode's agent list could not be read)
+    const run = EXT.find(subtaskRun);
+    if (run !== undefined) {
+      const o = await invoke(down.url, "0.3", run, realize(run, fx));
+      expect(o.ok, describeOutcome(o)).toBe(true);
+      const result = (o as { result: Obj }).result;
+      expect(result.items.map((i: Obj) => [i.status, i.error?.reason])).toEqual([["failed", "UPSTREAM_UNREACHABLE"]]);
+      fx.call = result.call_id;
+    }
   });
 
   it.each(EXT.map((m) => [m.name, m] as const))("%s", async (_name, m) => {
@@ -688,6 +715,19 @@ describe("4. unknown ids → *_NOT_FOUND; another principal's session → SESSIO
     mark(m, "foreign");
   });
 
+  it.each(EXT.filter(callScoped).map((m) => [m.name, m] as const))("%s: unknown or another principal's call → SUBTASK_CALL_NOT_FOUND", async (_name, m) => {
+    for (const line of LINES) {
+      const unknown = randomUUID();
+      const o = await invoke(main.url, line, m, realize(m, { call: unknown }));
+      expectError(o, "SUBTASK_CALL_NOT_FOUND", `${m.name} unknown call (${line})`);
+      expect(datum(o, "call_id")).toBe(unknown);
+    }
+    mark(m, "not-found");
+    const o = await callAs(main.gw.gateway, OTHER, m, realize(m, { call: await subtaskCall(main) }));
+    expectError(o, "SUBTASK_CALL_NOT_FOUND", `${m.name} as ${OTHER.id}`);
+    mark(m, "foreign");
+  });
+
   it.each(EXT.filter(taskScoped).map((m) => [m.name, m] as const))("%s: unknown or another principal's task → TASK_NOT_FOUND", async (_name, m) => {
     for (const line of LINES) {
       const o = await invoke(main.url, line, m, realize(m, { task: randomUUID() }));
@@ -717,6 +757,7 @@ describe("6. valid params → a result valid against result_schema", () => {
         pending = await interrupted(main, "permission");
         fx.task = pending.task;
       }
+      if (callScoped(m)) fx.call = await subtaskCall(main);
       const o = await invokeServed(main, line, m, realize(m, fx));
       expect(o.ok, `${m.name} (${line}): ${describeOutcome(o)}`).toBe(true);
       const result = (o as { result: any }).result;
@@ -727,6 +768,8 @@ describe("6. valid params → a result valid against result_schema", () => {
       if (requestScoped(m)) expect(result).toEqual({ ok: true, request_id: pending!.request });
       if (/\.(permissions|questions)\.list$/.test(m.name)) expect(result.items.map((i: Obj) => i.request_id)).toContain(pending!.request);
       if (taskScoped(m)) expect(result.id).toBe(pending!.task);
+      if (callScoped(m)) expect(result.call_id).toBe(fx.call);
+      if (subtaskRun(m)) expect(result.items.map((i: Obj) => i.status), JSON.stringify(result)).toEqual(["accepted"]);
     }
     mark(m, "success");
   });
@@ -738,7 +781,7 @@ describe("coverage", () => {
   it("every extension method went through every path that applies to it", () => {
     for (const m of EXT) {
       const want: PathName[] = ["bad-params", "toggle", "upstream-down", "success"];
-      if (sessionScoped(m) || requestScoped(m) || taskScoped(m)) want.push("not-found", "foreign");
+      if (sessionScoped(m) || requestScoped(m) || taskScoped(m) || callScoped(m)) want.push("not-found", "foreign");
       expect([...covered.get(m.name)!].sort(), m.name).toEqual(want.sort());
     }
     // the stub lacks these upstream routes; their success calls used canned OpenCode bodies

@@ -38,6 +38,10 @@ async function generate(outRoot: string): Promise<void> {
     for (const group of Object.keys(schemaGroups)) {
       await compileJsonSchema(group, path.join(outRoot, "json-schema", group));
     }
+    for (const e of catalog.extensions) {
+      if (e.limits !== undefined && !fs.existsSync(path.join(outRoot, "json-schema", "extensions", `${e.limits}.json`)))
+        throw new Error(`extension ${e.name}: limits model ${e.limits} is not a model of the extensions group`);
+    }
 
     const raw = JSON.parse(fs.readFileSync(path.join(tmp, "openapi", "openapi.json"), "utf8")) as Record<string, unknown>;
     const openapi = await decorateOpenApi(raw, catalog);

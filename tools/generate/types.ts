@@ -5,7 +5,7 @@
 // generated/types/schemas.ts. Each generated/types/<group>.ts then names those types (`export type Message =
 // Schemas["v0_3.Message"]`), so handlers are typed with exactly what the validators check, and exports what the type
 // system cannot carry: the values of string enums (`<Name>Values`) and the bounds and defaults of numeric fields
-// (`<Name>Bounds`), so the code never restates them.
+// (`<Name>Bounds`, item counts of arrays too), so the code never restates them.
 import fs from "node:fs";
 import path from "node:path";
 import openapiTS, { astToString } from "openapi-typescript";
@@ -20,6 +20,8 @@ interface Schema {
   properties?: Record<string, Schema>;
   minimum?: number;
   maximum?: number;
+  minItems?: number;
+  maxItems?: number;
   default?: unknown;
   description?: string;
   [key: string]: unknown;
@@ -38,10 +40,10 @@ export function stringEnum(s: Schema): string[] | undefined {
 /** The range every int32 field has; only narrower bounds are the spec's own. */
 const INT32: Record<string, number> = { minimum: -2147483648, maximum: 2147483647 };
 
-/** `{field: {minimum, maximum, default}}` of the numeric fields that declare any of them. */
+/** `{field: {minimum, maximum, default, minItems, maxItems}}` of the numeric and array fields that declare any of them. */
 function bounds(s: Schema): string | undefined {
   const fields = Object.entries(s.properties ?? {}).flatMap(([name, p]) => {
-    const declared = (["minimum", "maximum", "default"] as const).filter((k) => typeof p[k] === "number" && p[k] !== INT32[k]);
+    const declared = (["minimum", "maximum", "default", "minItems", "maxItems"] as const).filter((k) => typeof p[k] === "number" && p[k] !== INT32[k]);
     if (declared.length === 0) return [];
     return [`${IDENTIFIER.test(name) ? name : JSON.stringify(name)}: { ${declared.map((k) => `${k}: ${p[k] as number}`).join(", ")} }`];
   });
