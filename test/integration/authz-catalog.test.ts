@@ -343,9 +343,10 @@ describe("2. trust levels", () => {
     expect(bundle(level).filter((s) => SEED_SCOPES.includes(s))).toEqual([...seedScopes].sort());
   });
 
-  it("the provider-private scopes: reads in read_only, replies in execute, session control in autonomous, the rest admin only", () => {
+  it("the provider-private scopes: reads in read_only, replies and subtasks in execute, session control in autonomous, the rest admin only", () => {
     expect(bundle("read_only")).toEqual([...SEED_READ_ONLY, ...OUR_READS].sort());
-    expect(bundle("execute")).toEqual([...bundle("read_only"), "tasks.create", "interrupts.reply"].sort());
+    // subtasks.run sits with tasks.create: each item is a task of the caller
+    expect(bundle("execute")).toEqual([...bundle("read_only"), "tasks.create", "subtasks.run", "interrupts.reply"].sort());
     expect(bundle("autonomous")).toEqual([...bundle("execute"), "tasks.cancel", "results.files", "sessions.control"].sort());
     expect(bundle("admin")).toEqual([...SCOPES].sort());
     // streaming is not in the seed's lower rows: admin only
