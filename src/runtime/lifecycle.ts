@@ -129,12 +129,7 @@ export class TaskLifecycle {
 
   /** A `submitted` task's turn starts: it works from now on (saved and told like any state change). */
   begin(live: LiveTask): void {
-    if (live.state !== "submitted") return;
-    const status = { state: "working" as const, timestamp: now() };
-    live.update({ status });
-    const event: StatusUpdateEvent = { kind: "status-update", taskId: live.id, contextId: live.contextId, status, final: false };
-    this.save(live.task, event);
-    live.fanout.publish(event);
+    if (live.state === "submitted") this.#working(live);
   }
 
   /**
@@ -142,7 +137,11 @@ export class TaskLifecycle {
    * its *.replied event shortly after), so a blocking send waits for the continued turn.
    */
   resume(live: LiveTask): void {
-    if (live.state !== "input-required") return;
+    if (live.state === "input-required") this.#working(live);
+  }
+
+  /** The task works (again): saved and told like any state change. */
+  #working(live: LiveTask): void {
     const status = { state: "working" as const, timestamp: now() };
     live.update({ status });
     const event: StatusUpdateEvent = { kind: "status-update", taskId: live.id, contextId: live.contextId, status, final: false };

@@ -5,7 +5,9 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { text, tool } from "../../tools/upstream/script.js";
 import type { RecordedRequest } from "../../tools/upstream/stub.js";
+import { openStorage } from "../../src/storage/index.js";
 import { expectRpcError, expectValid } from "../support/contract.js";
+import { storeFault } from "../support/faults.js";
 import { rpc, TEST_TOKEN, type HttpResult } from "../support/gateway.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
@@ -284,6 +286,29 @@ describe("opencode.subtasks.cancel and wait", () => {
   it("another principal's call → SUBTASK_CALL_NOT_FOUND", async () => {
     const body = await call("opencode.subtasks.get", { call_id: randomUUID() });
     await expectRpcError(body, "0.3", "SUBTASK_CALL_NOT_FOUND");
+  });
+});
+
+describe("a store that refuses writes", () => {
+  it("→ TASK_STORE_UNAVAILABLE for the call, nothing reaches OpenCode's sessions; once it takes writes again, calls work and are kept", async () => {
+    const fault = storeFault(openStorage({ backend: "memory" }));
+    const storage = fault.storage;
+    const faulty = await startTaskGateway({}, {}, { storage });
+    try {
+      fault.fill();
+      const since = faulty.stub.requests.length;
+      const refused = await call("opencode.subtasks.run", { items: [item(), item()] }, faulty.url);
+      await expectRpcError(refused, "0.3", "TASK_STORE_UNAVAILABLE");
+      const prompted = faulty.stub.requests.slice(since).filter((r) => /\/(prompt_async|command)$/.test(r.path));
+      expect(prompted).toEqual([]);
+      fault.free();
+      const result = await run({ ...item(), wait: true }, faulty.url);
+      expect(result.items[0].state).toBe("completed");
+      expect(storage.subtaskCalls.get(result.call_id)?.items.map((i) => i.task_id)).toEqual([result.items[0].task_id]);
+    } finally {
+      await faulty.close();
+      storage.close();
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 // Store fault injection for tests, on both backends: SQLite gets a genuine SQLITE_FULL (the connection's
 // max_page_count pinned to the pages it has, so a write that needs a new page fails as on a full disk); the memory
-// backend gets a wrapper whose task writes throw the same typed error while the fault is on.
+// backend gets a wrapper whose task and subtask-call writes throw the same typed error while the fault is on.
 import { A2AError } from "../../src/contract/errors.js";
 import type { Storage } from "../../src/storage/index.js";
 
@@ -33,8 +33,13 @@ export function storeFault(storage: Storage): StoreFault {
   const faulty = Object.create(tasks) as typeof tasks;
   faulty.create = (...args: Parameters<typeof tasks.create>) => (full ? refuse("create") : tasks.create(...args));
   faulty.save = (...args: Parameters<typeof tasks.save>) => (full ? refuse("save") : tasks.save(...args));
+  const calls = storage.subtaskCalls;
+  const faultyCalls: typeof calls = {
+    create: (call) => (full ? refuse("subtaskCalls.create") : calls.create(call)),
+    get: (callId) => calls.get(callId),
+  };
   return {
-    storage: { ...storage, tasks: faulty },
+    storage: { ...storage, tasks: faulty, subtaskCalls: faultyCalls },
     fill: () => {
       full = true;
     },
