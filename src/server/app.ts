@@ -249,6 +249,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
             routing,
             maxParallel: config.maxParallelSubtasks,
             limits,
+            metrics,
             log: log.child({ component: "subtasks" }),
           }),
           routing,

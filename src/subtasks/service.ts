@@ -13,6 +13,7 @@ import type { Logger } from "pino";
 import { SubtasksRunParamsBounds, type SubtaskItem, type SubtaskLimits, type SubtasksCallResult, type SubtasksRunParams } from "../../generated/types/extensions.js";
 import type { Principal } from "../auth/index.js";
 import type { AccessLimits } from "../auth/limits.js";
+import type { Metrics } from "../observability/metrics.js";
 import { resolveRouting, type Routing, type RoutingPolicy } from "../bridge/directory.js";
 import { explicitSessionId, type SessionResolver } from "../bridge/sessions.js";
 import type { ProtocolLine } from "../contract/catalog.js";
@@ -37,6 +38,7 @@ export interface SubtaskServiceOptions {
   maxParallel: number;
   /** The rate limits: every item after the first (which its request paid for) is counted. */
   limits?: AccessLimits;
+  metrics?: Metrics;
   log: Pick<Logger, "warn">;
 }
 
@@ -141,6 +143,7 @@ export class SubtaskService {
         Object.assign(items[i]!, { status: "failed", error: itemError(error, line) });
       }
     }
+    for (const i of items) this.opts.metrics?.subtaskItems.inc({ status: i.status });
     const record: SubtaskCallRecord = { call_id: callId, owner: principal.id, context_id: parent.contextId, created_at: Date.now(), items };
     try {
       this.opts.calls.create(record);

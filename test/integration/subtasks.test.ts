@@ -204,6 +204,8 @@ describe("opencode.subtasks.run: items", () => {
       expect(byId[id!], id).toMatchObject({ status: "rejected", error: { reason: "INVALID_PARAMS", code: -32602, field } });
       expect(byId[id!].task_id, id).toBeUndefined();
     }
+    const metrics = await (await fetch(`${tg.url}/metrics`, { headers: { authorization: `Bearer ${TEST_TOKEN}` } })).text();
+    expect(Number(/^a2a_subtask_items_total\{status="rejected"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(4);
   });
 
   it("OpenCode failing to create an item's session → that item failed with the upstream reason; the others accepted", async () => {

@@ -17,7 +17,7 @@ export const LAYERS = {
   runtime: ["auth", "bridge", "config", "contract", "observability", "protocol", "storage", "tracing", "upstream", "util"],
   push: ["auth", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "util"],
   operations: ["auth", "contract", "protocol", "push", "runtime", "tracing", "util"],
-  subtasks: ["auth", "bridge", "config", "contract", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
+  subtasks: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
   extensions: ["auth", "bridge", "config", "contract", "observability", "operations", "protocol", "runtime", "storage", "subtasks", "tracing", "upstream", "util"],
   discovery: ["auth", "config", "contract", "protocol", "util"],
   pipeline: ["auth", "config", "contract", "logging", "observability", "protocol", "tracing", "util"],
