@@ -127,6 +127,11 @@ export class StreamMapper {
     return this.#usage.total();
   }
 
+  /** Whether a file-writing tool call completed in this turn (its changes are due in OpenCode's diff). */
+  get wroteFiles(): boolean {
+    return this.#blocks.wroteFiles;
+  }
+
   /** OpenCode user messages of this turn so far (see TurnResult.userMessageIds). */
   get userMessageIds(): string[] {
     return this.#scope.userMessageIds();

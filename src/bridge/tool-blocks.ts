@@ -47,9 +47,14 @@ interface Block {
   key: string;
 }
 
+/** OpenCode's tools that write files (their changes show in the session diff). */
+const FILE_TOOLS = new Set(["write", "edit", "multiedit", "patch", "apply_patch"]);
+
 export class ToolBlocks {
   readonly #json: boolean;
   readonly #tools = new Map<string, Block>();
+  /** A file-writing tool call completed in this turn. */
+  #wroteFiles = false;
   /** File artifacts (OpenCode file parts and tool attachments), by artifact id: the latest snapshot of each. */
   readonly #files = new Map<string, Block>();
 
@@ -63,8 +68,14 @@ export class ToolBlocks {
   }
 
   /** A tool part's new state, then its attachments. */
+  /** Whether a file-writing tool call (write, edit, patch, ...) completed in this turn. */
+  get wroteFiles(): boolean {
+    return this.#wroteFiles;
+  }
+
   tool(part: OcToolPart, out: MapperOutput[]): void {
     const state: Record<string, unknown> = isObject(part.state) ? part.state : {};
+    if (state.status === "completed" && typeof part.tool === "string" && FILE_TOOLS.has(part.tool)) this.#wroteFiles = true;
     const data: Record<string, unknown> = {
       call_id: part.callID,
       tool: part.tool,

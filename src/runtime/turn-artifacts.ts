@@ -28,6 +28,20 @@ interface FileChange {
 export class TurnArtifacts {
   constructor(private readonly opts: Pick<RuntimeOptions, "artifacts" | "upstream" | "metrics" | "log" | "routing">) {}
 
+  /** OpenCode's diff of each of the turn's user messages, as one list. */
+  async #diffs(live: LiveTask, mapper: StreamMapper, sessionId: string, routing: Routing): Promise<FileChange[]> {
+    const diffs: FileChange[] = [];
+    for (const messageID of mapper.userMessageIds) {
+      const listed = await this.opts.upstream.call(
+        "sessionDiff",
+        (c) => sdk.sessionDiff({ ...c, path: { sessionID: sessionId }, query: { ...c.query, messageID } }),
+        { ...routing, sessionId, signal: live.abort.signal },
+      );
+      if (Array.isArray(listed)) for (const d of listed) if (isObject(d) && typeof d.file === "string") diffs.push(d as FileChange);
+    }
+    return diffs;
+  }
+
   /** The turn's `changes` artifact and changed files, as events of the turn's sequence (none when off or unchanged). */
   async read(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<ArtifactUpdateEvent[]> {
     const options = this.opts.artifacts;
@@ -35,14 +49,12 @@ export class TurnArtifacts {
     if (options === undefined || !options.changes || sessionId === undefined) return [];
     const out: ArtifactUpdateEvent[] = [];
     try {
-      const diffs: FileChange[] = [];
-      for (const messageID of mapper.userMessageIds) {
-        const listed = await this.opts.upstream.call(
-          "sessionDiff",
-          (c) => sdk.sessionDiff({ ...c, path: { sessionID: sessionId }, query: { ...c.query, messageID } }),
-          { ...routing, sessionId, signal: live.abort.signal },
-        );
-        if (Array.isArray(listed)) for (const d of listed) if (isObject(d) && typeof d.file === "string") diffs.push(d as FileChange);
+      let diffs = await this.#diffs(live, mapper, sessionId, routing);
+      // OpenCode records a message's diff a moment after the turn went idle: when a file-writing tool ran and the
+      // diff is still empty, it is read again (bounded, about 3 s in all).
+      for (let wait = 100; diffs.length === 0 && mapper.wroteFiles && wait <= 1_600 && !isTerminal(live.state); wait *= 2) {
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        diffs = await this.#diffs(live, mapper, sessionId, routing);
       }
       if (diffs.length === 0) return out;
       out.push(mapper.artifactEvent(`${live.id}:changes`, "changes", changesParts(diffs, live.diffAsFile), "changes", "opencode_diff", changesSummary(diffs)));

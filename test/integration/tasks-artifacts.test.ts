@@ -80,6 +80,18 @@ describe.each(MODES)("turn artifacts on $name", (m) => {
     expect(changes.parts[0].metadata.opencode.change.path).toBe("plain.txt");
   });
 
+  it("a diff OpenCode has not recorded yet when the turn goes idle is read again", async () => {
+    g.stub.script(tool("write", { filePath: "late/diff.txt", content: "late\n" }), text("wrote"));
+    // the first two diff reads answer what OpenCode answers before it recorded the message's summary: nothing
+    let empty = 2;
+    g.stub.failNext((r) => r.method === "GET" && /^\/session\/[^/]+\/diff$/.test(r.path) && empty-- > 0, { status: 200, body: [] });
+    g.stub.failNext((r) => r.method === "GET" && /^\/session\/[^/]+\/diff$/.test(r.path) && empty-- > 0, { status: 200, body: [] });
+    const task = await sendTask(g.url, m, sendParams(m, userMessage(m, "write late")));
+    const changes = task.artifacts.find((a: any) => a.artifactId === `${task.id}:changes`);
+    expect(changes, "changes artifact after the diff was read again").toBeDefined();
+    expect(changes.metadata.opencode.changes.files.map((f: any) => f.path)).toEqual(["late/diff.txt"]);
+  });
+
   it("a turn that changes nothing has no changes artifact", async () => {
     g.stub.script(text("just talk"));
     const task = await sendTask(g.url, m, sendParams(m, userMessage(m, "no edits")));
