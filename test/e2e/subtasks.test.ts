@@ -24,7 +24,8 @@ let rpcId = 0;
 
 beforeAll(async () => {
   stack = await startRealStack({
-    env: { A2A_MAX_PARALLEL_SUBTASKS: "3" },
+    // the tests poll task states; the default request limit (600 a minute) is not what they exercise
+    env: { A2A_MAX_PARALLEL_SUBTASKS: "3", A2A_RATE_LIMIT_MAX_REQUESTS: "0" },
     opencode: {
       config: {
         agent: {
@@ -81,7 +82,7 @@ async function watch(ids: string[], ms = 60_000): Promise<{ started: Map<string,
       if (state !== "submitted" && !started.has(id)) started.set(id, now);
       if (["completed", "canceled", "failed", "rejected"].includes(state) && !ended.has(id)) ended.set(id, now);
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 40));
   }
   return { started, ended };
 }

@@ -2,7 +2,8 @@
 // behaviour of every catalog method this build answers (cards, push configs, pending, disabled).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MethodEntry, ProtocolLine } from "../../src/contract/catalog.js";
-import { rpc, startGateway, type StartedGateway } from "../support/gateway.js";
+import { loadConfig } from "../../src/config/index.js";
+import { rpc, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
 import { catalog, errorInfoOf, expectRpcError, expectValid, methodsOfLine, rpcReason } from "../support/contract.js";
 import { sample } from "../support/samples.js";
 
@@ -26,7 +27,9 @@ const v = (line: ProtocolLine) => ({ "A2A-Version": line });
 /** Every (line, method) pair a caller of that line can name: the line's core methods and every extension method. */
 const callable = catalog.protocol_lines.flatMap((line) => methodsOfLine(line).map((m) => [line, m.name, m] as const));
 const pending = callable.filter(([, , m]) => m.not_implemented_until && !m.toggle);
-const disabled = callable.filter(([, , m]) => m.toggle);
+/** Toggles a deployment that sets none has on (A2A_ENABLE_SUBTASKS); the others are off. */
+const DEFAULT_TOGGLES: Record<string, boolean> = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN }).toggles;
+const disabled = callable.filter(([, , m]) => m.toggle && DEFAULT_TOGGLES[m.toggle] !== true);
 const push = callable.filter(([, , m]) => m.operation?.startsWith("push."));
 const cards = callable.filter(([, , m]) => m.operation === "extended-card");
 

@@ -78,7 +78,8 @@ async function watch(ids: string[], ms = 20_000): Promise<{ started: Map<string,
 }
 
 beforeAll(async () => {
-  tg = await startTaskGateway({ A2A_MAX_PARALLEL_SUBTASKS: String(CAP) });
+  // the tests poll task states; the default request limit (600 a minute) is not what they exercise
+  tg = await startTaskGateway({ A2A_MAX_PARALLEL_SUBTASKS: String(CAP), A2A_RATE_LIMIT_MAX_REQUESTS: "0" });
 });
 
 afterAll(async () => {
