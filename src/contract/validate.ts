@@ -58,14 +58,21 @@ export function explain(id: string, value: unknown): Violation[] {
   }
   const [, raw] = validator.Errors(value) as [
     boolean,
-    { instancePath: string; message: string; keyword: string; params?: { requiredProperties?: string[] } }[],
+    { instancePath: string; message: string; keyword: string; params?: { requiredProperties?: string[]; unevaluatedProperties?: string[] } }[],
   ];
-  // A missing property is reported on its parent object; name the property itself.
-  const errors = raw.flatMap((e) =>
-    e.keyword === "required" && e.params?.requiredProperties?.length
-      ? e.params.requiredProperties.map((p) => ({ ...e, instancePath: `${e.instancePath}/${p}`, message: "is required" }))
-      : [e],
-  );
+  // A missing property is reported on its parent object; name the property itself. So is a property a closed shape
+  // (`...Record<never>`) does not declare, except where the object only looks that way because one of its members
+  // failed (the validator then counts every member of it as unevaluated): the member's own error says what is wrong.
+  const errors = raw.flatMap((e) => {
+    if (e.keyword === "required" && e.params?.requiredProperties?.length) {
+      return e.params.requiredProperties.map((p) => ({ ...e, instancePath: `${e.instancePath}/${p}`, message: "is required" }));
+    }
+    if (e.keyword === "unevaluatedProperties" && e.params?.unevaluatedProperties?.length) {
+      if (raw.some((o) => o !== e && o.instancePath.startsWith(`${e.instancePath}/`))) return [];
+      return e.params.unevaluatedProperties.map((p) => ({ ...e, instancePath: `${e.instancePath}/${p}`, message: "is not a field of this shape (unknown fields are refused)" }));
+    }
+    return [e];
+  });
   const sorted = [...errors].sort((a, b) => b.instancePath.split("/").length - a.instancePath.split("/").length);
   const seen = new Set<string>();
   const out: Violation[] = [];

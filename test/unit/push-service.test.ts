@@ -864,8 +864,8 @@ class FlakyOutbox implements PushOutboxStore {
   arm(): void {
     this.#armed = true;
   }
-  enqueue(items: NewDelivery[]): void {
-    this.base.enqueue(items);
+  enqueue(items: NewDelivery[], at?: number): void {
+    this.base.enqueue(items, at);
   }
   due(now: number, limit: number, busy: ReadonlySet<string>): PushDelivery[] {
     if (this.#armed) {
@@ -875,8 +875,14 @@ class FlakyOutbox implements PushOutboxStore {
     }
     return this.base.due(now, limit, busy);
   }
-  nextDueAt(busy: ReadonlySet<string>): number | undefined {
-    return this.base.nextDueAt(busy);
+  nextDueAt(busy: ReadonlySet<string>, now: number): number | undefined {
+    return this.base.nextDueAt(busy, now);
+  }
+  held(taskId: string, configId: string, now: number): PushDelivery[] {
+    return this.base.held(taskId, configId, now);
+  }
+  rewrite(id: number, body: string): void {
+    this.base.rewrite(id, body);
   }
   remove(id: number): boolean {
     return this.base.remove(id);
