@@ -60,9 +60,7 @@ export function pushHandlers(push: PushService, queries: QueryLookup) {
       const codec = codecFor(call.line, call.transport);
       const request = call.transport === "rest" ? (params.body ?? {}) : params;
       const input = codec.decodePushConfig(request, call.transport === "rest" ? (restIds(params).taskId as string | undefined) : undefined);
-      // Where the request carries the config (0.3 JSON-RPC: `pushNotificationConfig`, or seed 004's `config`).
-      const field = call.transport === "jsonrpc" && call.line === "0.3" && params.config !== undefined ? "config" : codec.pushFields.config;
-      const config = push.set(call.principal, call.line, input, true, { field, scheme: codec.pushFields.scheme }, call.trace);
+      const config = push.set(call.principal, call.line, input, true, { field: codec.pushSetField(request), scheme: codec.pushFields.scheme }, call.trace);
       return codec.pushConfigSet(config, request);
     },
     "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(push.get(call.principal, refOf(params, call))),

@@ -1,6 +1,6 @@
 // The push notification outbox (src/storage/push-outbox.ts): one behavioural suite run against both backends
 // (per-(task, config) queues where only the head is due, busy queues skipped, due order and limit, reschedule,
-// nextDueAt, remove, drop, size), then SQLite only: durability across reopen and rollback inside `atomically`.
+// nextDueAt, remove, drop, size, entries held for quiet hours), then SQLite only: durability across reopen and rollback inside `atomically`.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -260,6 +260,31 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
     expect(outbox.due(clock, 1, NONE)[0]).toMatchObject({ attempts: 0, nextAttemptAt: T0 });
   });
 
+  it("a held entry is not due before its heldUntil and does not block the entries after it; then it leads its queue again", () => {
+    outbox.enqueue([{ ...item("t1", "c1", "held"), heldUntil: T0 + 1000, coalesceKey: "a2a" }, item("t1", "c1", "bypass")], T0);
+    expect(bodies(outbox.due(T0, 10, NONE))).toEqual(["bypass"]);
+    expect(outbox.nextDueAt(NONE, T0)).toBe(T0);
+    const [bypass] = outbox.due(T0, 10, NONE);
+    outbox.remove(bypass!.id);
+    expect(outbox.due(T0 + 999, 10, NONE)).toEqual([]);
+    expect(outbox.nextDueAt(NONE, T0 + 999)).toBe(T0 + 1000);
+    const [held] = outbox.due(T0 + 1000, 10, NONE);
+    expect(held).toMatchObject({ body: JSON.stringify({ n: "held" }), heldUntil: T0 + 1000, coalesceKey: "a2a", createdAt: T0, nextAttemptAt: T0 + 1000 });
+    // Released: it is again the head of its queue, ahead of what came after it.
+    outbox.enqueue([item("t1", "c1", "later")], T0 + 1000);
+    expect(bodies(outbox.due(T0 + 1000, 10, NONE))).toEqual(["held"]);
+  });
+
+  it("held lists a queue's entries still held at now; rewrite replaces a body", () => {
+    outbox.enqueue([{ ...item("t1", "c1", 1), heldUntil: T0 + 50, coalesceKey: "status_change" }, { ...item("t1", "c1", 2), heldUntil: T0 + 50, coalesceKey: "message" }, item("t1", "c1", 3)], T0);
+    outbox.enqueue([{ ...item("t1", "c2", 4), heldUntil: T0 + 50 }], T0);
+    const held = outbox.held("t1", "c1", T0);
+    expect(held.map((d) => d.coalesceKey)).toEqual(["status_change", "message"]);
+    outbox.rewrite(held[1]!.id, JSON.stringify({ n: "rewritten" }));
+    expect(bodies(outbox.held("t1", "c1", T0))).toEqual([1, "rewritten"]);
+    expect(outbox.held("t1", "c1", T0 + 50)).toEqual([]);
+  });
+
   it("atomically: everything enqueued inside is visible afterwards", () => {
     storage.atomically(() => {
       outbox.enqueue([item("t1", "c1", 1)]);
@@ -338,6 +363,22 @@ describe("push outbox (sqlite only)", () => {
       expect(bodies(storage.pushOutbox.due(T0, 10, NONE))).toEqual([0]);
     } finally {
       storage.close();
+    }
+  });
+
+  it("held entries survive closing and reopening the store", () => {
+    const file = freshFile();
+    const first = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    first.pushOutbox.enqueue([{ ...item("t1", "c1", "night"), heldUntil: T0 + 5000, coalesceKey: "a2a" }], T0);
+    first.close();
+    const second = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    try {
+      expect(second.pushOutbox.due(T0 + 4999, 10, NONE)).toEqual([]);
+      expect(second.pushOutbox.nextDueAt(NONE, T0)).toBe(T0 + 5000);
+      expect(second.pushOutbox.held("t1", "c1", T0)).toMatchObject([{ heldUntil: T0 + 5000, coalesceKey: "a2a" }]);
+      expect(bodies(second.pushOutbox.due(T0 + 5000, 10, NONE))).toEqual(["night"]);
+    } finally {
+      second.close();
     }
   });
 

@@ -179,6 +179,7 @@ export function codecOf(d: Dialect): Codec {
     },
     pushConfig: d.push.encode,
     pushConfigSet: (config, raw) => d.push.encodeSet(config, root(raw)),
+    pushSetField: (raw) => d.push.setField(root(raw)),
     pushConfigList: (cs, nextPageToken = "") => (d.tagged ? cs.map(d.push.encode) : { configs: cs.map(d.push.encode), nextPageToken }),
     pushConfigDeleted: () => (d.tagged ? null : {}),
   };

@@ -101,6 +101,8 @@ export interface Codec {
   pushConfig(config: PushConfig): unknown;
   /** The answer to a push config set request `raw` (0.3 JSON-RPC: seed 004's `{id, status, createdAt}` for its shape). */
   pushConfigSet(config: PushConfig, raw: unknown): unknown;
+  /** Where a push config set request `raw` carries the config (0.3 JSON-RPC: `pushNotificationConfig` or `config`). */
+  pushSetField(raw: unknown): string;
   /** A list of configs; `nextPageToken` (1.0, and 0.3 REST where it is always empty) names the next page. */
   pushConfigList(configs: PushConfig[], nextPageToken?: string): unknown;
   /** Result of a push config delete: 0.3 JSON-RPC `null`, otherwise `{}` (google.protobuf.Empty). */

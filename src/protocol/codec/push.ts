@@ -24,6 +24,8 @@ export interface PushStrategy {
   decodeRef(o: Obj, needsConfig: boolean): PushConfigRef;
   /** The answer to a set request `o` (the shape of the request decides it where a line has two). */
   encodeSet(config: PushConfig, o: Obj): Obj;
+  /** Where set request `o` carries the config's fields, for the errors that name them. */
+  setField(o: Obj): string;
 }
 
 /** Seed 004's selection, quiet hours and payload format, as every line names them (validated by the schemas). */
@@ -101,6 +103,7 @@ export const push03: PushStrategy = {
     return { ...webhook, taskId: taskId ?? reqStr(o, "taskId", "") };
   },
   decodeRef: decodeRef03,
+  setField: setShape,
   encodeSet: (c, o) => (setShape(o) === "config" ? { id: c.id, status: "active", createdAt: c.createdAt } : push03.encode(c)),
 };
 
@@ -110,6 +113,7 @@ export const push03Rest: PushStrategy = {
   fields: { config: "pushNotificationConfig", send: "configuration.pushNotification", configId: "configId", scheme: schemesAt },
   encode: (c) => ({ name: `tasks/${c.taskId}/pushNotificationConfigs/${c.id}`, pushNotificationConfig: encodeWebhook03(c) }),
   decodeRef: refBy("id", "configId"),
+  setField: () => push03Rest.fields.config,
   encodeSet: (c) => push03Rest.encode(c),
   decodeWebhook: decodeWebhook03,
   decodeSet(body, taskId) {
@@ -164,6 +168,7 @@ export const push10: PushStrategy = {
     return compact({ id: c.id, taskId: c.taskId, url: c.url, token: c.token, authentication, ...encodeSeedFields(c) });
   },
   decodeRef: refBy("taskId", "id"),
+  setField: () => push10.fields.config,
   encodeSet: (c) => push10.encode(c),
   // `tenant` is ignored: a single-tenant gateway.
   decodeWebhook: decodeFlat,
