@@ -138,7 +138,8 @@ describe.each(MODES)("event filters on $name", (m) => {
       expect(e.task_id).toBe(task.id);
       expect(rx.on(hook)[i]!.headers["x-a2a-notification-token"]).toBe("ev-token");
     }
-    expect(changes(events)).toEqual(["submitted>working", "working>input-required", "input-required>working", "working>completed"]);
+    // A task is created working (its config with it): the changes after that.
+    expect(changes(events)).toEqual(["working>input-required", "input-required>working", "working>completed"]);
     const asked = events.filter((e) => e.event === "input_required");
     expect(asked).toHaveLength(1);
     expect(asked[0]!.data.prompt).toMatch(/Pick a color\?/);
@@ -189,7 +190,7 @@ describe("quiet hours (an injected push clock)", () => {
     const hook = rx.path("quiet-a2a");
     const before = await finished(q.url, "coalesced");
     const task = await askingTask(q, m, "night answer", { url: rx.url(hook), seed: { quietHoursStart: "22:00", quietHoursEnd: "08:00" } });
-    // input_required bypasses the window: sent at once (and it replaced the held `working`).
+    // input_required bypasses the window: sent at once.
     const [asked] = await rx.waitFor(hook, 1);
     await expectNotification(m.line, asked!, task.id, "input-required");
     await answer(q, m, task);
@@ -205,12 +206,12 @@ describe("quiet hours (an injected push clock)", () => {
     await sleep(QUIET_MS);
     expect(rx.on(hook)).toHaveLength(2);
     await expectNotification(m.line, hits[1]!, task.id, "completed");
-    // working (replaced by input-required), then working again replaced by completed.
-    expect((await finished(q.url, "coalesced")) - before).toBe(2);
+    // The held working was replaced by completed.
+    expect((await finished(q.url, "coalesced")) - before).toBe(1);
     expect(await pending(q.url)).toBe(0);
   });
 
-  it("events in America/New_York, 23:30–06:15 (across midnight): one status_change from first to last state, the message, each artifact", async () => {
+  it("events in America/New_York, 23:30–06:15 (across midnight): one status_change, the message, each artifact, held until 06:15 there", async () => {
     clock.set("2030-01-15T09:00:00Z"); // 04:00 in New York
     const m = MODES[2]!;
     const hook = rx.path("quiet-events");
@@ -228,7 +229,7 @@ describe("quiet hours (an injected push clock)", () => {
     await sleep(QUIET_MS);
     const events = await typedEvents(rx, hook);
     expect(events[0]!.event).toBe("status_change");
-    expect(changes(events)).toEqual(["submitted>completed"]);
+    expect(changes(events)).toEqual(["working>completed"]);
     expect(events.filter((e) => e.event === "message").map((e) => e.data.message_content)).toEqual(["quiet reply"]);
     expect(events.filter((e) => e.event === "artifact" && e.data.artifact_name === "response")).toHaveLength(1);
   });
@@ -249,7 +250,8 @@ describe("quiet hours (an injected push clock)", () => {
     await until("the held status change", () => (rx.on(hook).some((h) => h.body?.event === "status_change") ? true : undefined));
     await sleep(QUIET_MS);
     const events = await typedEvents(rx, hook);
-    expect(changes(events)).toEqual(["submitted>completed"]);
+    // working → input-required → working → completed, held and coalesced into one.
+    expect(changes(events)).toEqual(["working>completed"]);
     expect(events.filter((e) => e.event === "input_required")).toHaveLength(1);
     expect(events.filter((e) => e.event === "message").map((e) => e.data.message_content)).toEqual(["bypass reply"]);
   });
