@@ -885,6 +885,8 @@ export interface components {
             config: components["schemas"]["v0_3_rest.TaskPushNotificationConfigInput"];
             /** @description Must be absent: the wrapped form carries the config under `config`. */
             pushNotificationConfig?: unknown;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description Structured content; the JSON object (a proto `Struct`, so always an object) sits one level down, under `data`.
@@ -1139,6 +1141,7 @@ export interface components {
         /**
          * @description The `config` member of the proto create request (what the proto's HTTP annotation `body: "config"` puts in the
          *     body). `name` may be omitted; the task comes from the path, and a `name` naming another task is INVALID_PARAMS.
+         *     Fields other than the ones listed are refused with invalid params (as in the whole push config).
          */
         "v0_3_rest.TaskPushNotificationConfigInput": {
             /** @description Resource name `tasks/{taskId}/pushNotificationConfigs/{configId}`; optional on create. */
@@ -1147,6 +1150,8 @@ export interface components {
             pushNotificationConfig: components["schemas"]["v0_3_rest.PushNotificationConfig"];
             /** @description Must be absent: the bare form is the config itself, the wrapped form is `CreateTaskPushNotificationConfigRequest`. */
             config?: unknown;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description Lifecycle state of a task, by 0.3 proto enum name. The canceled state is spelled `TASK_STATE_CANCELLED` (two L)

@@ -12,6 +12,7 @@ import {
   askColor,
   completedTask,
   configOf,
+  configsPath,
   configsOf,
   expectNotification,
   finished,
@@ -24,6 +25,7 @@ import {
   QUICK,
   QUIET_MS,
   Receiver,
+  rest,
   scriptedSession,
   sendFieldName,
   sendMsg,
@@ -89,6 +91,8 @@ async function typedEvents(rx: Receiver, hook: string): Promise<Obj[]> {
   }
   return out;
 }
+/** The fields an INVALID_PARAMS answer names, each once. */
+const named = (m: Mode, err: Obj): string[] => [...new Set(errorFields(m, err).fields)];
 const changes = (events: Obj[]): string[] => events.filter((e) => e.event === "status_change").map((e) => `${e.data.old_state}>${e.data.new_state}`);
 
 let g: TaskGateway;
@@ -348,7 +352,7 @@ describe("seed 004's tasks/pushNotificationConfig/* shapes on 0.3 JSON-RPC", () 
   ])("set %j → INVALID_PARAMS naming %s", async (params, field) => {
     const task = await completedTask(g, m);
     const err = await expectError(m, await call("set", { taskId: task.id, ...params }), "INVALID_PARAMS");
-    expect(errorFields(m, err).fields, errorFields(m, err).text).toEqual([field]);
+    expect(named(m, err), errorFields(m, err).text).toEqual([field]);
   });
 
   it.each([
@@ -358,7 +362,7 @@ describe("seed 004's tasks/pushNotificationConfig/* shapes on 0.3 JSON-RPC", () 
     ["delete", { taskId: "t", pushNotificationConfigId: "c" }, "pushNotificationConfigId"],
   ])("%s %j → INVALID_PARAMS naming %s (the shapes are not mixed)", async (method, params, field) => {
     const err = await expectError(m, await call(method, params), "INVALID_PARAMS");
-    expect(errorFields(m, err).fields, errorFields(m, err).text).toEqual([field]);
+    expect(named(m, err), errorFields(m, err).text).toEqual([field]);
   });
 });
 
@@ -382,8 +386,7 @@ describe.each(MODES)("push config refusals on $name", (m) => {
     const task = await completedTask(g, m);
     for (const [seed, field] of bad) {
       const err = await expectError(m, await pushSet(g.url, m, task.id, { url: rx.url("/refused"), seed }), "INVALID_PARAMS");
-      const { fields, text: what } = errorFields(m, err);
-      expect(fields, `${JSON.stringify(seed)}: ${what}`).toEqual([setFieldName(m, field)]);
+      expect(named(m, err), `${JSON.stringify(seed)}: ${errorFields(m, err).text}`).toEqual([setFieldName(m, field)]);
     }
     expect(await configsOf(m, await ok(m, await pushList(g.url, m, task.id)))).toEqual([]);
   });
@@ -392,16 +395,29 @@ describe.each(MODES)("push config refusals on $name", (m) => {
     const task = await completedTask(g, m);
     const authentication = m.line === "0.3" ? { schemes: ["Bearer"], realm: "x" } : { scheme: "Bearer", realm: "x" };
     const err = await expectError(m, await pushSet(g.url, m, task.id, { url: rx.url("/refused"), seed: { authentication } }), "INVALID_PARAMS");
-    expect(errorFields(m, err).fields, errorFields(m, err).text).toEqual([setFieldName(m, "authentication.realm")]);
+    expect(named(m, err), errorFields(m, err).text).toEqual([setFieldName(m, "authentication.realm")]);
   });
 
   it("message/send: the same refusals name the send's field, before any task exists", async () => {
     for (const [seed, field] of bad.slice(0, 4)) {
       const err = await expectError(m, await sendMsg(g.url, m, withPush(m, sendParams(m, userMessage(m, "bad push")), { url: rx.url("/refused"), seed })), "INVALID_PARAMS");
-      expect(errorFields(m, err).fields, JSON.stringify(seed)).toEqual([sendFieldName(m, field)]);
+      expect(named(m, err), `${JSON.stringify(seed)}: ${errorFields(m, err).text}`).toEqual([sendFieldName(m, field)]);
     }
     expect(rx.on("/refused")).toEqual([]);
   });
+});
+
+it.each([
+  [MODES[0]!.name, MODES[0]!, "tasks/pushNotificationConfig/set", { pushNotificationConfig: { url: "http://127.0.0.1:9/x" }, bogus: 1 }],
+  [MODES[1]!.name, MODES[1]!, "POST", { pushNotificationConfig: { url: "http://127.0.0.1:9/x" }, bogus: 1 }],
+  [MODES[1]!.name, MODES[1]!, "POST", { config: { pushNotificationConfig: { url: "http://127.0.0.1:9/x" } }, bogus: 1 }],
+  [MODES[2]!.name, MODES[2]!, "CreateTaskPushNotificationConfig", { url: "http://127.0.0.1:9/x", bogus: 1 }],
+  [MODES[3]!.name, MODES[3]!, "POST", { url: "http://127.0.0.1:9/x", bogus: 1 }],
+])("%s: an unknown field beside the config in a set request → INVALID_PARAMS naming it (%#)", async (_name, m, method, params) => {
+  const task = await completedTask(g, m);
+  const res = m.transport === "jsonrpc" ? await jsonrpc(g.url, m, method, { taskId: task.id, ...params }) : await rest(g.url, m, method, configsPath(m, task.id), params);
+  const err = await expectError(m, res, "INVALID_PARAMS");
+  expect(named(m, err)[0], errorFields(m, err).text).toBe("bogus");
 });
 
 it.each(MODES)("$name takes the snake_case spellings and answers camelCase", async (m) => {
