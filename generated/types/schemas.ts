@@ -537,7 +537,7 @@ export interface components {
                 /** @description Its name, else its id. */
                 artifact_name: string;
                 /** @description Its size in bytes. */
-                artifact_size: string;
+                artifact_size: number;
             };
         };
         /** @description Seed 004's typed push event (the `events` payload format): one of the four below. */
