@@ -249,8 +249,10 @@ export class PushService {
       this.#hold({ ...queue, ...body, heldUntil, coalesceKey: "a2a" }, () => body.body);
       return markOf(visible);
     }
-    // Sent now: what is held for this config carried an older state, which this notification supersedes.
-    for (const held of this.#opts.outbox.held(task.id, config.id, this.#now())) {
+    // Sent now inside the window (input_required): what is held for this config carried an older state, which this
+    // notification supersedes. (Outside a window nothing is held.)
+    const superseded = heldUntil === undefined ? [] : this.#opts.outbox.held(task.id, config.id, this.#now());
+    for (const held of superseded) {
       if (held.coalesceKey === "a2a" && this.#opts.outbox.remove(held.id)) this.#opts.metrics.pushFinished.inc({ outcome: "coalesced" });
     }
     this.#enqueue([{ ...queue, ...body }]);
