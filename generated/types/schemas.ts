@@ -230,12 +230,19 @@ export interface components {
         "v0_3.DataPart.RecordUnknown": {
             [key: string]: unknown;
         };
-        /** @description Params of `tasks/pushNotificationConfig/delete`. */
+        /**
+         * @description Params of `tasks/pushNotificationConfig/delete`: the A2A shape `{id, pushNotificationConfigId}` or seed 004's
+         *     `{taskId, configId}`; the two shapes are not mixed.
+         */
         "v0_3.DeleteTaskPushNotificationConfigParams": {
-            /** @description The task owning the configuration. */
-            id: string;
-            /** @description The configuration to remove. */
-            pushNotificationConfigId: string;
+            /** @description The task owning the configuration (A2A shape; seed 004 names it `taskId`): exactly one of the two. */
+            id?: string;
+            /** @description Seed 004's name of the task (with `configId`). */
+            taskId?: string;
+            /** @description The configuration to remove (A2A shape; seed 004 names it `configId`): exactly one of the two. */
+            pushNotificationConfigId?: string;
+            /** @description Seed 004's name of the configuration (with `taskId`). */
+            configId?: string;
             /** @description Free-form request metadata. */
             metadata?: components["schemas"]["v0_3.DeleteTaskPushNotificationConfigParams.RecordUnknown"];
         };
@@ -291,12 +298,19 @@ export interface components {
         };
         /** @description Params of `agent/getAuthenticatedExtendedCard`: an empty object; the method may also be called without params. */
         "v0_3.GetAuthenticatedExtendedCardParams": Record<string, never>;
-        /** @description Params of `tasks/pushNotificationConfig/get`. */
+        /**
+         * @description Params of `tasks/pushNotificationConfig/get`: the A2A shape `{id, pushNotificationConfigId?}` or seed 004's
+         *     `{taskId, configId?}` (answered alike, with TaskPushNotificationConfig); the two shapes are not mixed.
+         */
         "v0_3.GetTaskPushNotificationConfigParams": {
-            /** @description The task whose configuration is read. */
-            id: string;
+            /** @description The task whose configuration is read (A2A shape; seed 004 names it `taskId`): exactly one of the two. */
+            id?: string;
+            /** @description Seed 004's name of the task (with `configId`). */
+            taskId?: string;
             /** @description Which configuration to read; absent selects the task's only (or first) configuration. */
             pushNotificationConfigId?: string;
+            /** @description Seed 004's name of the configuration (with `taskId`). */
+            configId?: string;
             /** @description Free-form request metadata. */
             metadata?: components["schemas"]["v0_3.GetTaskPushNotificationConfigParams.RecordUnknown"];
         };
@@ -353,10 +367,12 @@ export interface components {
             /** @description What went wrong. */
             error: components["schemas"]["v0_3.JSONRPCError"];
         };
-        /** @description Params of `tasks/pushNotificationConfig/list`. */
+        /** @description Params of `tasks/pushNotificationConfig/list`: the A2A shape `{id}` or seed 004's `{taskId}`. */
         "v0_3.ListTaskPushNotificationConfigParams": {
-            /** @description The task whose configurations are listed. */
-            id: string;
+            /** @description The task whose configurations are listed (A2A shape; seed 004 names it `taskId`): exactly one of the two. */
+            id?: string;
+            /** @description Seed 004's name of the task. */
+            taskId?: string;
             /** @description Free-form request metadata. */
             metadata?: components["schemas"]["v0_3.ListTaskPushNotificationConfigParams.RecordUnknown"];
         };
@@ -508,12 +524,80 @@ export interface components {
         "v0_3.PasswordOAuthFlow.RecordString": {
             [key: string]: string;
         };
+        /** @description `artifact`: an artifact the task gained. */
+        "v0_3.PushArtifactEvent": {
+            /** @constant */
+            event: "artifact";
+            task_id: string;
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                /** @description `file` or `data` after its first file or data part, else `text`. */
+                artifact_type: "file" | "data" | "text";
+                /** @description Its name, else its id. */
+                artifact_name: string;
+                /** @description Its size in bytes. */
+                artifact_size: number;
+            };
+        };
+        /** @description Seed 004's typed push event (the `events` payload format): one of the four below. */
+        "v0_3.PushEvent": components["schemas"]["v0_3.PushStatusChangeEvent"] | components["schemas"]["v0_3.PushMessageEvent"] | components["schemas"]["v0_3.PushInputRequiredEvent"] | components["schemas"]["v0_3.PushArtifactEvent"];
+        /**
+         * @description The notification events a push config may select (seed 004's `enabledEvents`). Which change of a task produces
+         *     which event:
+         *     - `status_change`: every state change of the task (`{old_state, new_state}`);
+         *     - `input_required`: the change to `input-required` (`{prompt, input_types}`: the status message's text and
+         *     `["text/plain"]`);
+         *     - `message`: each agent message the task gained since the config last saw it, once (the final reply of a turn in
+         *     its history, a status message such as a failure's reason or an interrupt's question), at the state change that
+         *     carries it (`{message_role: "assistant", message_content}`: the message's text parts joined);
+         *     - `artifact`: each artifact the task gained since the config last saw it, once, at the state change that carries
+         *     it (`{artifact_type: file|data|text, artifact_name, artifact_size}`: the kind of its first file or data part,
+         *     else text; its name, else its id; its size in bytes, inline content or the size OpenCode reported for a
+         *     reference).
+         *     A config sees only what its principal may read (artifacts need `results.read`).
+         * @enum {string}
+         */
+        "v0_3.PushEventType": "status_change" | "message" | "input_required" | "artifact";
+        /** @description `input_required`: the task waits for its client (an OpenCode question or permission). */
+        "v0_3.PushInputRequiredEvent": {
+            /** @constant */
+            event: "input_required";
+            task_id: string;
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                /** @description What is asked: the input-required status message's text. */
+                prompt: string;
+                /** @description Media types of an answer. */
+                input_types: string[];
+            };
+        };
+        /** @description `message`: an agent message the task gained. */
+        "v0_3.PushMessageEvent": {
+            /** @constant */
+            event: "message";
+            task_id: string;
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                /**
+                 * @description The agent's role in seed 004's words.
+                 * @constant
+                 */
+                message_role: "assistant";
+                /** @description The message's text parts, joined. */
+                message_content: string;
+            };
+        };
         /** @description How the agent should authenticate when it calls the client's webhook. */
         "v0_3.PushNotificationAuthenticationInfo": {
             /** @description Accepted authentication scheme names, e.g. `Bearer`. */
             schemes: string[];
             /** @description Optional credentials to present with the chosen scheme. */
             credentials?: string;
+        } & {
+            [key: string]: unknown;
         };
         /** @description A webhook the agent calls with task updates. */
         "v0_3.PushNotificationConfig": {
@@ -525,6 +609,68 @@ export interface components {
             token?: string;
             /** @description How to authenticate against the webhook. */
             authentication?: components["schemas"]["v0_3.PushNotificationAuthenticationInfo"];
+            /**
+             * @description Seed 004: the events to send (PushEventType); absent or empty = every state change, as A2A does. Each name at
+             *     most once.
+             */
+            enabledEvents?: components["schemas"]["v0_3.PushEventType"][];
+            /**
+             * @description Seed 004: start of the daily quiet window (`HH:MM` in `quietHoursTimeZone`); given together with
+             *     `quietHoursEnd`, and different from it. A window may cross midnight (`22:00`–`08:00`). Notifications that fall
+             *     inside the window are held durably and delivered when it ends, coalesced per task and config: in the `a2a`
+             *     format one notification with the latest state; in the `events` format one `status_change` from the first
+             *     `old_state` to the last `new_state`, the latest `message` and `input_required`, and each artifact once. An
+             *     `input_required` event bypasses the window: it is sent at once (in the `a2a` format the input-required
+             *     notification, which then replaces what was held, since it carries the latest state).
+             */
+            quietHoursStart?: components["schemas"]["v0_3.TimeOfDay"];
+            /** @description Seed 004: end of the daily quiet window (`HH:MM`, exclusive); given together with `quietHoursStart`. */
+            quietHoursEnd?: components["schemas"]["v0_3.TimeOfDay"];
+            /** @description IANA time zone of the quiet window (`Europe/Berlin`); default `UTC`. Only with the quiet hours. */
+            quietHoursTimeZone?: string;
+            /** @description What the webhook receives (PushPayloadFormat); default `a2a`. */
+            payloadFormat?: components["schemas"]["v0_3.PushPayloadFormat"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Seed 004's answer to `tasks/pushNotificationConfig/set` with `params.config`. */
+        "v0_3.PushNotificationConfigAck": {
+            /** @description The config's id (the task's id when the request gave none). */
+            id: string;
+            /**
+             * @description Always `active`: a stored config is in use.
+             * @constant
+             */
+            status: "active";
+            /**
+             * Format: date-time
+             * @description When the config was first set (ISO 8601 UTC); replacing it keeps the time.
+             */
+            createdAt: string;
+        };
+        /**
+         * @description What a push config's webhook receives. `a2a` (the default): the line's A2A payload, one per state change (0.3
+         *     the Task, 1.0 a StreamResponse); `enabledEvents` select which state changes are sent (one whose events include an
+         *     enabled one). `events`: seed 004's typed events `{event, task_id, timestamp, data}` (PushEvent), one POST per
+         *     event, `Content-Type: application/json`; the events of one state change in the order status_change,
+         *     input_required, message, artifact.
+         * @enum {string}
+         */
+        "v0_3.PushPayloadFormat": "a2a" | "events";
+        /** @description `status_change`: the task's state changed (or, coalesced after quiet hours, from the first to the last state). */
+        "v0_3.PushStatusChangeEvent": {
+            /** @constant */
+            event: "status_change";
+            task_id: string;
+            /**
+             * Format: date-time
+             * @description The state change's time (ISO 8601 UTC).
+             */
+            timestamp: string;
+            data: {
+                old_state: components["schemas"]["v0_3.TaskState"];
+                new_state: components["schemas"]["v0_3.TaskState"];
+            };
         };
         /** @description Who authored a message: the calling client (`user`) or the gateway's agent (`agent`). */
         "v0_3.Role": "user" | "agent";
@@ -532,6 +678,23 @@ export interface components {
         "v0_3.SecurityScheme": components["schemas"]["v0_3.APIKeySecurityScheme"] | components["schemas"]["v0_3.HTTPAuthSecurityScheme"] | components["schemas"]["v0_3.MutualTLSSecurityScheme"] | components["schemas"]["v0_3.OAuth2SecurityScheme"] | components["schemas"]["v0_3.OpenIdConnectSecurityScheme"];
         /** @description Result of `message/send`: the task that handles the message, or a direct reply message. */
         "v0_3.SendMessageResult": components["schemas"]["v0_3.Task"] | components["schemas"]["v0_3.Message"];
+        /**
+         * @description Params of `tasks/pushNotificationConfig/set`: the A2A shape `{taskId, pushNotificationConfig}` or seed 004's
+         *     `{taskId, config}`; exactly one of `pushNotificationConfig` and `config` (else invalid params naming them).
+         *     Fields other than the ones listed are refused with invalid params.
+         */
+        "v0_3.SetTaskPushNotificationConfigParams": {
+            /** @description The task the configuration applies to. */
+            taskId: string;
+            /** @description The webhook configuration (A2A shape): answered with TaskPushNotificationConfig. */
+            pushNotificationConfig?: components["schemas"]["v0_3.PushNotificationConfig"];
+            /** @description The webhook configuration (seed 004 shape): answered with PushNotificationConfigAck. */
+            config?: components["schemas"]["v0_3.PushNotificationConfig"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Result of `tasks/pushNotificationConfig/set`: the shape answers the shape of the request. */
+        "v0_3.SetTaskPushNotificationConfigResult": components["schemas"]["v0_3.TaskPushNotificationConfig"] | components["schemas"]["v0_3.PushNotificationConfigAck"];
         /** @description One event of `message/stream` or `tasks/resubscribe` (the `result` of each streamed JSON-RPC response). */
         "v0_3.StreamEvent": components["schemas"]["v0_3.Task"] | components["schemas"]["v0_3.Message"] | components["schemas"]["v0_3.TaskStatusUpdateEvent"] | components["schemas"]["v0_3.TaskArtifactUpdateEvent"];
         /** @description A unit of work the agent carries out for a client. */
@@ -590,7 +753,7 @@ export interface components {
         "v0_3.TaskIdParams.RecordUnknown": {
             [key: string]: unknown;
         };
-        /** @description A push configuration bound to a task; the params and result of `tasks/pushNotificationConfig/set`. */
+        /** @description A push configuration bound to a task; the A2A params and the result of `tasks/pushNotificationConfig/set`. */
         "v0_3.TaskPushNotificationConfig": {
             /** @description The task the configuration applies to. */
             taskId: string;
@@ -659,6 +822,8 @@ export interface components {
         "v0_3.TextPart.RecordUnknown": {
             [key: string]: unknown;
         };
+        /** @description A wall-clock time of day, `HH:MM` on the 24-hour clock (`00:00` … `23:59`). */
+        "v0_3.TimeOfDay": string;
         /**
          * @description Name of a transport binding as it appears in the card. The three A2A bindings are listed; other values are
          *     allowed for bindings this contract does not know.
@@ -699,6 +864,8 @@ export interface components {
             schemes: string[];
             /** @description Optional credentials for the chosen scheme. */
             credentials?: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description Body of `POST /v1/tasks/{id}/pushNotificationConfigs`: the `config` sub-message `{name, pushNotificationConfig}`,
@@ -718,6 +885,8 @@ export interface components {
             config: components["schemas"]["v0_3_rest.TaskPushNotificationConfigInput"];
             /** @description Must be absent: the wrapped form carries the config under `config`. */
             pushNotificationConfig?: unknown;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description Structured content; the JSON object (a proto `Struct`, so always an object) sits one level down, under `data`.
@@ -826,6 +995,11 @@ export interface components {
          *     member must be present, which each alternative enforces by forbidding the other two keys.
          */
         "v0_3_rest.Part": components["schemas"]["v0_3_rest.TextPart"] | components["schemas"]["v0_3_rest.FilePartWrapper"] | components["schemas"]["v0_3_rest.DataPartWrapper"];
+        /**
+         * @description The notification events a push config may select (seed 004's `enabledEvents`; lowercase on every line).
+         * @enum {string}
+         */
+        "v0_3_rest.PushEventType": "status_change" | "message" | "input_required" | "artifact";
         /** @description A webhook the agent calls with task updates. */
         "v0_3_rest.PushNotificationConfig": {
             /** @description Identifier of this configuration, unique per task. */
@@ -836,7 +1010,27 @@ export interface components {
             token?: string;
             /** @description How to authenticate against the webhook. */
             authentication?: components["schemas"]["v0_3_rest.AuthenticationInfo"];
+            /** @description Seed 004: the events to send (see the 0.3 JSON-RPC PushEventType); absent or empty = every state change. */
+            enabledEvents?: components["schemas"]["v0_3_rest.PushEventType"][];
+            /**
+             * @description Seed 004: start of the daily quiet window (`HH:MM` in `quietHoursTimeZone`), with `quietHoursEnd`; what falls
+             *     inside is held and delivered, coalesced, when the window ends (see the 0.3 JSON-RPC PushNotificationConfig).
+             */
+            quietHoursStart?: components["schemas"]["v0_3_rest.TimeOfDay"];
+            /** @description Seed 004: end of the daily quiet window (`HH:MM`, exclusive), with `quietHoursStart`. */
+            quietHoursEnd?: components["schemas"]["v0_3_rest.TimeOfDay"];
+            /** @description IANA time zone of the quiet window; default `UTC`. Only with the quiet hours. */
+            quietHoursTimeZone?: string;
+            /** @description `a2a` (default): this line's A2A payload per state change; `events`: seed 004's typed events (PushEvent). */
+            payloadFormat?: components["schemas"]["v0_3_rest.PushPayloadFormat"];
+        } & {
+            [key: string]: unknown;
         };
+        /**
+         * @description What a push config's webhook receives: `a2a` (the default) or seed 004's typed `events`.
+         * @enum {string}
+         */
+        "v0_3_rest.PushPayloadFormat": "a2a" | "events";
         /**
          * @description A 0.3 REST error body: flat, with the JSON-RPC style code of the error (e.g. -32001) and an HTTP status that
          *     matches it.
@@ -947,6 +1141,7 @@ export interface components {
         /**
          * @description The `config` member of the proto create request (what the proto's HTTP annotation `body: "config"` puts in the
          *     body). `name` may be omitted; the task comes from the path, and a `name` naming another task is INVALID_PARAMS.
+         *     Fields other than the ones listed are refused with invalid params (as in the whole push config).
          */
         "v0_3_rest.TaskPushNotificationConfigInput": {
             /** @description Resource name `tasks/{taskId}/pushNotificationConfigs/{configId}`; optional on create. */
@@ -955,6 +1150,8 @@ export interface components {
             pushNotificationConfig: components["schemas"]["v0_3_rest.PushNotificationConfig"];
             /** @description Must be absent: the bare form is the config itself, the wrapped form is `CreateTaskPushNotificationConfigRequest`. */
             config?: unknown;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description Lifecycle state of a task, by 0.3 proto enum name. The canceled state is spelled `TASK_STATE_CANCELLED` (two L)
@@ -1011,6 +1208,8 @@ export interface components {
         "v0_3_rest.TextPart.RecordUnknown": {
             [key: string]: unknown;
         };
+        /** @description A wall-clock time of day, `HH:MM` on the 24-hour clock. */
+        "v0_3_rest.TimeOfDay": string;
         /** @description An API key sent in a header, query parameter or cookie. */
         "v1_0.APIKeySecurityScheme": {
             /** @description Human-readable description. */
@@ -1161,6 +1360,8 @@ export interface components {
             scheme: string;
             /** @description The credentials for that scheme, e.g. the bearer token. */
             credentials?: string;
+        } & {
+            [key: string]: unknown;
         };
         /** @description OAuth 2.0 authorization code flow. */
         "v1_0.AuthorizationCodeOAuthFlow": {
@@ -1508,6 +1709,16 @@ export interface components {
         "v1_0.PasswordOAuthFlow.RecordString": {
             [key: string]: string;
         };
+        /**
+         * @description The notification events a push config may select (seed 004's `enabledEvents`; lowercase on every line).
+         * @enum {string}
+         */
+        "v1_0.PushEventType": "status_change" | "message" | "input_required" | "artifact";
+        /**
+         * @description What a push config's webhook receives: `a2a` (the default) or seed 004's typed `events`.
+         * @enum {string}
+         */
+        "v1_0.PushPayloadFormat": "a2a" | "events";
         /** @description A part whose content is inline bytes. */
         "v1_0.RawPart": {
             /** @description The bytes, base64-encoded in JSON. */
@@ -1719,6 +1930,21 @@ export interface components {
             token?: string;
             /** @description Credentials for the webhook call. */
             authentication?: components["schemas"]["v1_0.AuthenticationInfo"];
+            /** @description Seed 004: the events to send (see the 0.3 JSON-RPC PushEventType); absent or empty = every state change. */
+            enabledEvents?: components["schemas"]["v1_0.PushEventType"][];
+            /**
+             * @description Seed 004: start of the daily quiet window (`HH:MM` in `quietHoursTimeZone`), with `quietHoursEnd`; what falls
+             *     inside is held and delivered, coalesced, when the window ends (see the 0.3 JSON-RPC PushNotificationConfig).
+             */
+            quietHoursStart?: components["schemas"]["v1_0.TimeOfDay"];
+            /** @description Seed 004: end of the daily quiet window (`HH:MM`, exclusive), with `quietHoursStart`. */
+            quietHoursEnd?: components["schemas"]["v1_0.TimeOfDay"];
+            /** @description IANA time zone of the quiet window; default `UTC`. Only with the quiet hours. */
+            quietHoursTimeZone?: string;
+            /** @description `a2a` (default): this line's A2A payload per state change; `events`: seed 004's typed events (PushEvent). */
+            payloadFormat?: components["schemas"]["v1_0.PushPayloadFormat"];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description Lifecycle position of a task. Completed, failed, canceled and rejected are terminal; input-required and
@@ -1771,6 +1997,8 @@ export interface components {
         "v1_0.TextPart.RecordUnknown": {
             [key: string]: unknown;
         };
+        /** @description A wall-clock time of day, `HH:MM` on the 24-hour clock. */
+        "v1_0.TimeOfDay": string;
         /** @description A part whose content lives at a URL. */
         "v1_0.UrlPart": {
             /** @description Where the content can be fetched. */

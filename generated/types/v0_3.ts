@@ -86,9 +86,31 @@ export type Part = Schemas["v0_3.Part"];
 
 export type PasswordOAuthFlow = Schemas["v0_3.PasswordOAuthFlow"];
 
+export type PushArtifactEvent = Schemas["v0_3.PushArtifactEvent"];
+
+export type PushEvent = Schemas["v0_3.PushEvent"];
+
+export type PushEventType = Schemas["v0_3.PushEventType"];
+
+/** The values of PushEventType. */
+export const PushEventTypeValues = ["status_change", "message", "input_required", "artifact"] as const satisfies readonly PushEventType[];
+
+export type PushInputRequiredEvent = Schemas["v0_3.PushInputRequiredEvent"];
+
+export type PushMessageEvent = Schemas["v0_3.PushMessageEvent"];
+
 export type PushNotificationAuthenticationInfo = Schemas["v0_3.PushNotificationAuthenticationInfo"];
 
 export type PushNotificationConfig = Schemas["v0_3.PushNotificationConfig"];
+
+export type PushNotificationConfigAck = Schemas["v0_3.PushNotificationConfigAck"];
+
+export type PushPayloadFormat = Schemas["v0_3.PushPayloadFormat"];
+
+/** The values of PushPayloadFormat. */
+export const PushPayloadFormatValues = ["a2a", "events"] as const satisfies readonly PushPayloadFormat[];
+
+export type PushStatusChangeEvent = Schemas["v0_3.PushStatusChangeEvent"];
 
 export type Role = Schemas["v0_3.Role"];
 
@@ -98,6 +120,10 @@ export const RoleValues = ["user", "agent"] as const satisfies readonly Role[];
 export type SecurityScheme = Schemas["v0_3.SecurityScheme"];
 
 export type SendMessageResult = Schemas["v0_3.SendMessageResult"];
+
+export type SetTaskPushNotificationConfigParams = Schemas["v0_3.SetTaskPushNotificationConfigParams"];
+
+export type SetTaskPushNotificationConfigResult = Schemas["v0_3.SetTaskPushNotificationConfigResult"];
 
 export type StreamEvent = Schemas["v0_3.StreamEvent"];
 
@@ -124,5 +150,7 @@ export type TaskStatus = Schemas["v0_3.TaskStatus"];
 export type TaskStatusUpdateEvent = Schemas["v0_3.TaskStatusUpdateEvent"];
 
 export type TextPart = Schemas["v0_3.TextPart"];
+
+export type TimeOfDay = Schemas["v0_3.TimeOfDay"];
 
 export type TransportProtocol = Schemas["v0_3.TransportProtocol"];

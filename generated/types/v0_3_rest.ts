@@ -40,7 +40,17 @@ export type MessageWrapper = Schemas["v0_3_rest.MessageWrapper"];
 
 export type Part = Schemas["v0_3_rest.Part"];
 
+export type PushEventType = Schemas["v0_3_rest.PushEventType"];
+
+/** The values of PushEventType. */
+export const PushEventTypeValues = ["status_change", "message", "input_required", "artifact"] as const satisfies readonly PushEventType[];
+
 export type PushNotificationConfig = Schemas["v0_3_rest.PushNotificationConfig"];
+
+export type PushPayloadFormat = Schemas["v0_3_rest.PushPayloadFormat"];
+
+/** The values of PushPayloadFormat. */
+export const PushPayloadFormatValues = ["a2a", "events"] as const satisfies readonly PushPayloadFormat[];
 
 export type RestError = Schemas["v0_3_rest.RestError"];
 
@@ -82,3 +92,5 @@ export type TaskStatusUpdateEvent = Schemas["v0_3_rest.TaskStatusUpdateEvent"];
 export type TaskWrapper = Schemas["v0_3_rest.TaskWrapper"];
 
 export type TextPart = Schemas["v0_3_rest.TextPart"];
+
+export type TimeOfDay = Schemas["v0_3_rest.TimeOfDay"];

@@ -114,6 +114,16 @@ export type PartCommon = Schemas["v1_0.PartCommon"];
 
 export type PasswordOAuthFlow = Schemas["v1_0.PasswordOAuthFlow"];
 
+export type PushEventType = Schemas["v1_0.PushEventType"];
+
+/** The values of PushEventType. */
+export const PushEventTypeValues = ["status_change", "message", "input_required", "artifact"] as const satisfies readonly PushEventType[];
+
+export type PushPayloadFormat = Schemas["v1_0.PushPayloadFormat"];
+
+/** The values of PushPayloadFormat. */
+export const PushPayloadFormatValues = ["a2a", "events"] as const satisfies readonly PushPayloadFormat[];
+
 export type RawPart = Schemas["v1_0.RawPart"];
 
 export type RestError = Schemas["v1_0.RestError"];
@@ -182,5 +192,7 @@ export type TaskStatus = Schemas["v1_0.TaskStatus"];
 export type TaskStatusUpdateEvent = Schemas["v1_0.TaskStatusUpdateEvent"];
 
 export type TextPart = Schemas["v1_0.TextPart"];
+
+export type TimeOfDay = Schemas["v1_0.TimeOfDay"];
 
 export type UrlPart = Schemas["v1_0.UrlPart"];

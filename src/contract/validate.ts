@@ -58,15 +58,26 @@ export function explain(id: string, value: unknown): Violation[] {
   }
   const [, raw] = validator.Errors(value) as [
     boolean,
-    { instancePath: string; message: string; keyword: string; params?: { requiredProperties?: string[] } }[],
+    { instancePath: string; message: string; keyword: string; params?: { requiredProperties?: string[]; unevaluatedProperties?: string[] } }[],
   ];
-  // A missing property is reported on its parent object; name the property itself.
-  const errors = raw.flatMap((e) =>
-    e.keyword === "required" && e.params?.requiredProperties?.length
-      ? e.params.requiredProperties.map((p) => ({ ...e, instancePath: `${e.instancePath}/${p}`, message: "is required" }))
-      : [e],
-  );
-  const sorted = [...errors].sort((a, b) => b.instancePath.split("/").length - a.instancePath.split("/").length);
+  // A missing property is reported on its parent object; name the property itself. So is a property a closed shape
+  // (`...Record<never>`) does not declare, except where the object only looks that way because one of the listed
+  // members failed (the validator then counts every member as unevaluated): that member's own error says what is wrong.
+  const errors = raw.flatMap((e) => {
+    if (e.keyword === "required" && e.params?.requiredProperties?.length) {
+      return e.params.requiredProperties.map((p) => ({ ...e, instancePath: `${e.instancePath}/${p}`, message: "is required" }));
+    }
+    if (e.keyword === "unevaluatedProperties" && e.params?.unevaluatedProperties?.length) {
+      const failed = (p: string) => raw.some((o) => o !== e && (o.instancePath === `${e.instancePath}/${p}` || o.instancePath.startsWith(`${e.instancePath}/${p}/`)));
+      if (e.params.unevaluatedProperties.some(failed)) return [];
+      return e.params.unevaluatedProperties.map((p) => ({ ...e, instancePath: `${e.instancePath}/${p}`, message: "is not a field of this shape (unknown fields are refused)" }));
+    }
+    return [e];
+  });
+  // The deepest first; at one depth an unknown field first: in a union (anyOf) it is the error of the member whose
+  // shape the value has, where the other members' "required" / "must be absent" only say it is not theirs.
+  const unknown = (e: { keyword: string }): number => (e.keyword === "unevaluatedProperties" ? 0 : 1);
+  const sorted = [...errors].sort((a, b) => b.instancePath.split("/").length - a.instancePath.split("/").length || unknown(a) - unknown(b));
   const seen = new Set<string>();
   const out: Violation[] = [];
   for (const e of sorted) {

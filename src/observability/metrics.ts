@@ -36,7 +36,7 @@ export class Metrics {
   });
   readonly pushFinished = new Counter({
     name: "a2a_push_notifications_finished_total",
-    help: "Push notifications that left the outbox: delivered, rejected, expired (A2A_PUSH_MAX_ATTEMPTS used up) or dropped (config deleted)",
+    help: "Push notifications that left the outbox: delivered, rejected, expired (A2A_PUSH_MAX_ATTEMPTS used up), dropped (config deleted) or coalesced (held in quiet hours, merged into a later one)",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });

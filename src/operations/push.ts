@@ -47,22 +47,21 @@ function restIds(params: Record<string, unknown>): { taskId?: unknown; configId?
 }
 
 export function pushHandlers(push: PushService, queries: QueryLookup) {
-  const refOf = (params: Record<string, unknown>, call: Call) => {
+  const refOf = (params: Record<string, unknown>, call: Call, needsConfig = false) => {
     const codec = codecFor(call.line, call.transport);
-    if (call.transport !== "rest") return codec.decodePushConfigRef(params);
+    if (call.transport !== "rest") return codec.decodePushConfigRef(params, needsConfig);
     // Handed to the codec under the names its line's REST paths use.
     const { taskId, configId } = restIds(params);
     const named = call.line === "0.3" ? { id: taskId, configId } : { taskId, id: configId };
-    return codec.decodePushConfigRef(Object.fromEntries(Object.entries(named).filter(([, v]) => v !== undefined)));
+    return codec.decodePushConfigRef(Object.fromEntries(Object.entries(named).filter(([, v]) => v !== undefined)), needsConfig);
   };
   return {
     "push.set": async (params, call) => {
       const codec = codecFor(call.line, call.transport);
-      const input =
-        call.transport === "rest"
-          ? codec.decodePushConfig(params.body ?? {}, restIds(params).taskId as string | undefined)
-          : codec.decodePushConfig(params);
-      return codec.pushConfig(push.set(call.principal, call.line, input, true, { field: codec.pushFields.config, scheme: codec.pushFields.scheme }, call.trace));
+      const request = call.transport === "rest" ? (params.body ?? {}) : params;
+      const input = codec.decodePushConfig(request, call.transport === "rest" ? (restIds(params).taskId as string | undefined) : undefined);
+      const config = push.set(call.principal, call.line, input, true, { field: codec.pushSetField(request), scheme: codec.pushFields.scheme }, call.trace);
+      return codec.pushConfigSet(config, request);
     },
     "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(push.get(call.principal, refOf(params, call))),
     "push.list": async (params, call) => {
@@ -76,11 +75,9 @@ export function pushHandlers(push: PushService, queries: QueryLookup) {
       return codec.pushConfigList(page.configs, page.nextPageToken);
     },
     "push.delete": async (params, call) => {
-      const codec = codecFor(call.line, call.transport);
-      const ref = refOf(params, call);
-      if (ref.id === undefined) throw invalid(codec.pushFields.configId, "is required (the config to delete)");
-      push.delete(call.principal, { taskId: ref.taskId, id: ref.id });
-      return codec.pushConfigDeleted();
+      const ref = refOf(params, call, true);
+      push.delete(call.principal, { taskId: ref.taskId, id: ref.id! });
+      return codecFor(call.line, call.transport).pushConfigDeleted();
     },
   } satisfies PushNotificationConfigsHandlers<Call>;
 }

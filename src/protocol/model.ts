@@ -106,6 +106,18 @@ export interface PushConfig {
   url: string;
   token?: string;
   authentication?: { schemes: string[]; credentials?: string };
+  /** Seed 004: the events to send (absent: every state change). See src/push/events.ts. */
+  enabledEvents?: ("status_change" | "message" | "input_required" | "artifact")[];
+  /** Seed 004: the daily quiet window, `HH:MM` in `quietHoursTimeZone` (default UTC). See src/push/quiet-hours.ts. */
+  quietHoursStart?: string;
+  quietHoursEnd?: string;
+  quietHoursTimeZone?: string;
+  /** What the webhook receives: the line's A2A payload (absent, `a2a`) or seed 004's typed events. */
+  payloadFormat?: "a2a" | "events";
+  /** When the config was first set (ISO 8601; seed 004's `createdAt`). Never on the wire in A2A shapes. */
+  createdAt?: string;
+  /** What the config has seen of its task (src/push/events.ts PushMark): its events are told against it. Never on the wire. */
+  mark?: { state: TaskState; messages: string[]; artifacts: string[] };
   /** The protocol line the config was set on: the shape of its webhook bodies (absent: 0.3). Never on the wire. */
   line?: "0.3" | "1.0";
   /**

@@ -19,7 +19,16 @@
 // verdict, so one whose POST was cut short by a restart is sent again.
 //
 // A config set (or replaced) while its task is terminal or waiting for input gets the current state at once, so a
-// client that registers right after a non-blocking send does not miss the end of a short task.
+// client that registers right after a non-blocking send does not miss the end of a short task (in the `events`
+// format: the events of the task so far, as if the config had been held since the task was submitted).
+//
+// Seed 004's selection and quiet hours (src/push/events.ts, src/push/quiet-hours.ts). Each config keeps a mark of
+// what it has seen of its task; a state change yields its events against that mark. Without `enabledEvents` every
+// state change is sent; with it, in the `a2a` format a state change is sent when one of its events is enabled, in the
+// `events` format each enabled event is sent on its own. Inside the config's quiet window a notification is held in
+// the outbox until the window ends, coalesced with what is held for the same task and config (`a2a`: the latest
+// state; `events`: per event key, status_change from the first old state to the last new one); an input_required
+// event is sent at once (in the `a2a` format it then replaces what was held: it carries the latest state).
 import { randomUUID } from "node:crypto";
 import type { Principal } from "../auth/index.js";
 import type { ProtocolLine } from "../contract/catalog.js";
@@ -32,6 +41,8 @@ import type { PushConfigStore } from "../storage/push-configs.js";
 import type { NewDelivery } from "../storage/push-outbox.js";
 import { checkPushConfig } from "./target.js";
 import type { TraceContext } from "../tracing/index.js";
+import { coalesced, eventsOf, markOf, UNSEEN, type PushMark, type TypedEvent } from "./events.js";
+import { checkQuietHours, quietUntil } from "./quiet-hours.js";
 import { OutboxWorker, type OutboxWorkerOptions } from "./worker.js";
 
 /** The worker's options (delivery limits, retries, the sender) and what the configs need besides. */
@@ -55,12 +66,20 @@ export interface Where {
 /** States in which a newly set config is sent the current state right away. */
 const ATTENTION = new Set(["input-required", "auth-required"]);
 
+/** The trace headers a queued notification is delivered under. */
+type TraceFields = Pick<NewDelivery, "traceparent" | "tracestate">;
+
+/** A2A bodies of one state change, encoded once per (line, result access) among the task's configs. */
+type Bodies = Map<string, Pick<NewDelivery, "body" | "contentType">>;
+
 export class PushService {
   readonly #opts: PushOptions;
   readonly #worker: OutboxWorker;
+  readonly #now: () => number;
 
   constructor(opts: PushOptions) {
     this.#opts = opts;
+    this.#now = opts.now ?? Date.now;
     this.#worker = new OutboxWorker(opts);
     opts.metrics.readAtScrape("a2a_push_outbox_pending", "Push notifications waiting in the outbox (including those being retried)", () =>
       opts.outbox.size(),
@@ -90,11 +109,13 @@ export class PushService {
     // alone); 1.0 configs get a fresh id.
     // An empty id is ProtoJSON's "unset".
     const id = input.id === undefined || input.id === "" ? (line === "0.3" ? input.taskId : randomUUID()) : checkId(input.id, field);
-    const config: PushConfig = { ...input, id, url, line, access: resultAccess(principal), owner: principal.id };
+    const access = resultAccess(principal);
     const existing = this.#opts.configs.list(input.taskId);
     const previous = existing.find((c) => c.id === id);
+    const createdAt = previous?.createdAt ?? new Date(this.#now()).toISOString();
+    const config: PushConfig = { ...input, id, url, line, access, owner: principal.id, createdAt, mark: markOf(filterTask(task, access)) };
     // The same config set again (a client retrying, re-registering) changes nothing and sends nothing again.
-    if (previous !== undefined && JSON.stringify(previous) === JSON.stringify(config)) return this.#shown(principal, config);
+    if (previous !== undefined && JSON.stringify(settings(previous)) === JSON.stringify(settings(config))) return this.#shown(principal, previous);
     if (previous === undefined && existing.length >= this.#opts.maxConfigsPerTask) {
       throw invalidParams(`Task ${input.taskId} already has ${existing.length} push notification configs (A2A_PUSH_MAX_CONFIGS_PER_TASK)`, [], {
         task_id: input.taskId,
@@ -105,7 +126,9 @@ export class PushService {
       this.#opts.configs.set(config);
       // A replaced config starts over: what waited for its old URL is not sent to the new one.
       const n = this.#opts.outbox.drop(input.taskId, id);
-      if (announce && (isTerminal(task.status.state) || ATTENTION.has(task.status.state))) this.#enqueue(task, [config], undefined, trace);
+      if (announce && (isTerminal(task.status.state) || ATTENTION.has(task.status.state))) {
+        this.#queue(task, config, UNSEEN, undefined, this.#traceFields(task.id, trace), new Map());
+      }
       return n;
     });
     this.#settleDropped(input.taskId, id, dropped);
@@ -115,6 +138,7 @@ export class PushService {
 
   /** The config's URL (normalised) and header values checked, or INVALID_PARAMS naming the field where the wire has it. */
   check(config: Omit<PushConfig, "taskId" | "id">, where: Where): string {
+    checkQuietHours(config, where.field);
     return checkPushConfig(config, where.field, this.#opts.allowPrivateNetworks, where.scheme);
   }
 
@@ -144,7 +168,7 @@ export class PushService {
    * a caller other than the principal who set it or an admin.
    */
   #shown(principal: Principal, config: PushConfig): PushConfig {
-    const { line: _line, access: _access, owner, ...rest } = config;
+    const { line: _line, access: _access, owner, mark: _mark, ...rest } = config;
     if (owner === undefined || owner === principal.id || principal.admin === true) return rest;
     const { token: _token, authentication, ...withheld } = rest;
     return authentication === undefined ? withheld : { ...withheld, authentication: { schemes: authentication.schemes } };
@@ -176,32 +200,77 @@ export class PushService {
     return this.#opts.atomically(fn);
   }
 
-  /** Called inside the transaction that saved the task's new state. */
+  /** Called inside the transaction that saved the task's new state: each config is told against its mark. */
   changed(task: Task, event?: StatusUpdateEvent): void {
     const configs = this.#opts.configs.list(task.id);
     if (configs.length === 0) return;
-    this.#enqueue(task, configs, event);
+    const context = this.#traceFields(task.id);
+    const bodies: Bodies = new Map();
+    for (const config of configs) {
+      const mark = this.#queue(task, config, config.mark ?? UNSEEN, event, context, bodies);
+      this.#opts.configs.set({ ...config, mark });
+    }
     // After the transaction: the worker reads the outbox.
     queueMicrotask(() => this.#worker.kick());
   }
 
-  #enqueue(task: Task, configs: PushConfig[], event?: StatusUpdateEvent, trace?: TraceContext): void {
-    // The trace of the request that set the config (its announcement), else the one the task's turn runs under.
-    const traced = trace ?? this.#opts.traceOf?.(task.id);
-    const context =
-      traced === undefined ? undefined : { traceparent: traced.traceparent, ...(traced.tracestate === undefined ? {} : { tracestate: traced.tracestate }) };
-    // Encoded once per (line, result access) among the task's configs.
-    const bodies = new Map<string, Pick<NewDelivery, "body" | "contentType">>();
-    const items = configs.map((config) => {
-      const line = config.line ?? "0.3";
-      const access = config.access ?? FULL_ACCESS;
-      const key = `${line}:${access.artifacts}:${access.files}`;
-      let body = bodies.get(key);
-      if (body === undefined) bodies.set(key, (body = notification(line, task, event, access)));
-      return { taskId: task.id, configId: config.id, ...body, ...context };
-    });
-    this.#opts.outbox.enqueue(items);
+  /** The trace of the request that set the config (its announcement), else the one the task's turn runs under. */
+  #traceFields(taskId: string, trace?: TraceContext): TraceFields {
+    const traced = trace ?? this.#opts.traceOf?.(taskId);
+    return traced === undefined ? {} : { traceparent: traced.traceparent, ...(traced.tracestate === undefined ? {} : { tracestate: traced.tracestate }) };
+  }
+
+  /**
+   * Queues what `task`'s state change means to `config`, which had seen `seen` of it (see the top of this file);
+   * returns what the config has seen now.
+   */
+  #queue(task: Task, config: PushConfig, seen: PushMark, event: StatusUpdateEvent | undefined, context: TraceFields, bodies: Bodies): PushMark {
+    const access = config.access ?? FULL_ACCESS;
+    const visible = filterTask(task, access);
+    const enabled = config.enabledEvents;
+    const events = eventsOf(seen, visible).filter((e) => enabled === undefined || enabled.includes(e.event.event));
+    const heldUntil = quietUntil(config, this.#now());
+    const queue = { taskId: task.id, configId: config.id, ...context };
+    if (config.payloadFormat === "events") {
+      for (const { key, event: typed } of events) {
+        const body = { body: JSON.stringify(typed), contentType: "application/json" };
+        if (heldUntil === undefined || typed.event === "input_required") this.#enqueue([{ ...queue, ...body }]);
+        else this.#hold({ ...queue, ...body, heldUntil, coalesceKey: key }, (earlier) => JSON.stringify(coalesced(JSON.parse(earlier) as TypedEvent, typed)));
+      }
+      return markOf(visible);
+    }
+    if (enabled !== undefined && events.length === 0) return markOf(visible);
+    const line = config.line ?? "0.3";
+    const key = `${line}:${access.artifacts}:${access.files}`;
+    let body = bodies.get(key);
+    if (body === undefined) bodies.set(key, (body = notification(line, task, event, access)));
+    const bypass = events.some((e) => e.event.event === "input_required");
+    if (heldUntil !== undefined && !bypass) {
+      this.#hold({ ...queue, ...body, heldUntil, coalesceKey: "a2a" }, () => body.body);
+      return markOf(visible);
+    }
+    // Sent now inside the window (input_required): what is held for this config carried an older state, which this
+    // notification supersedes. (Outside a window nothing is held.)
+    const superseded = heldUntil === undefined ? [] : this.#opts.outbox.held(task.id, config.id, this.#now());
+    for (const held of superseded) {
+      if (held.coalesceKey === "a2a" && this.#opts.outbox.remove(held.id)) this.#opts.metrics.pushFinished.inc({ outcome: "coalesced" });
+    }
+    this.#enqueue([{ ...queue, ...body }]);
+    return markOf(visible);
+  }
+
+  #enqueue(items: NewDelivery[]): void {
+    this.#opts.outbox.enqueue(items, this.#now());
     this.#opts.metrics.pushQueued.inc(items.length);
+  }
+
+  /** Queues a held notification, or coalesces it into the one held with the same key (`merge`: the new body from the held one's). */
+  #hold(item: NewDelivery & { coalesceKey: string }, merge: (earlier: string) => string): void {
+    const earlier = this.#opts.outbox.held(item.taskId, item.configId, this.#now()).find((d) => d.coalesceKey === item.coalesceKey);
+    if (earlier === undefined) return this.#enqueue([item]);
+    this.#opts.outbox.rewrite(earlier.id, merge(earlier.body));
+    this.#opts.metrics.pushQueued.inc();
+    this.#opts.metrics.pushFinished.inc({ outcome: "coalesced" });
   }
 
   // ---- delivery (push/worker.ts) ----------------------------------------------------------------------------
@@ -220,9 +289,20 @@ export class PushService {
   idle(): Promise<void> {
     return this.#worker.idle();
   }
+
+  /** Looks at the outbox again now: after an injected clock (`now`) moved, e.g. past the end of a quiet window (tests). */
+  kick(): void {
+    this.#worker.kick();
+  }
 }
 
 const FULL_ACCESS: ResultAccess = { artifacts: true, files: true };
+
+/** A config without what the service keeps beside it (its mark, its creation time): what a caller set. */
+function settings(config: PushConfig): PushConfig {
+  const { mark: _mark, createdAt: _createdAt, ...rest } = config;
+  return rest;
+}
 
 /**
  * The notification of `task`'s current state in the shape of `line`, with only what `access` (the result scopes of

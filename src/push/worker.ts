@@ -27,7 +27,7 @@ export interface OutboxWorkerOptions {
   maxAgeMs: number;
   allowPrivateNetworks: boolean;
   userAgent: string;
-  /** For tests. */
+  /** The clock (epoch ms): quiet hours, retry times, ages. Default Date.now; tests inject their own. */
   now?: () => number;
   random?: () => number;
   sender?: Pick<WebhookSender, "send" | "close">;
@@ -113,7 +113,7 @@ export class OutboxWorker {
       // The next wake-up: when the next queue head falls due (a slot freeing up kicks at once, see #attempt).
       if (this.#inflight.size < this.#opts.maxConcurrency) {
         exclude.size = this.#busy.size + skipped.size;
-        const next = this.#opts.outbox.nextDueAt(exclude);
+        const next = this.#opts.outbox.nextDueAt(exclude, this.#now());
         if (next !== undefined) this.#wakeAt(next);
       }
       this.#storeFailures = 0;
@@ -174,7 +174,8 @@ export class OutboxWorker {
       if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
       return;
     }
-    if (this.#now() - delivery.createdAt > this.#opts.maxAgeMs) {
+    // A held notification ages from the end of its quiet window, when it could first be sent.
+    if (this.#now() - Math.max(delivery.createdAt, delivery.heldUntil ?? 0) > this.#opts.maxAgeMs) {
       if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "expired" });
       this.#opts.log.warn({ taskId: delivery.taskId, configId: delivery.configId, attempts: delivery.attempts }, "push notification given up: older than A2A_PUSH_MAX_AGE_SECONDS");
       return;

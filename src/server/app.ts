@@ -106,6 +106,8 @@ export interface GatewayDeps {
   storage?: Storage;
   /** The credential registry; default: built from A2A_BEARER_TOKEN, A2A_CREDENTIALS and A2A_CREDENTIALS_FILE. */
   credentials?: CredentialResolver;
+  /** The push service's clock (epoch ms: quiet hours, retries); default Date.now. Tests move it across quiet windows. */
+  pushClock?: () => number;
 }
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
@@ -196,6 +198,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
         allowPrivateNetworks: config.pushAllowPrivateNetworks,
         userAgent: `opencode-a2a/${packageVersion}`,
         traceOf: (taskId) => tasks().traceOf(taskId),
+        ...(deps.pushClock === undefined ? {} : { now: deps.pushClock }),
       });
     }
     runtime = new TaskRuntime({

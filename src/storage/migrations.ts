@@ -181,6 +181,21 @@ CREATE TABLE IF NOT EXISTS a2a_subtask_calls (
 );
 `;
 
+// Push quiet hours (src/push/quiet-hours.ts): a notification held until its config's quiet window ends
+// (`held_until`, epoch ms; NULL = not held) and what it coalesces with while it is held (`coalesce_key`: `a2a`, or
+// the typed event's name; NULL = never coalesced). Nullable columns, added only when missing (as in v6).
+const V8_COLUMNS: readonly [column: string, type: string][] = [
+  ["held_until", "INTEGER"],
+  ["coalesce_key", "TEXT"],
+];
+
+function v8(db: Database.Database): void {
+  for (const [column, type] of V8_COLUMNS) {
+    const exists = prepare(db, "SELECT COUNT(*) FROM pragma_table_info('a2a_push_outbox') WHERE name = ?").pluck().get(column) === 1;
+    if (!exists) db.exec(`ALTER TABLE a2a_push_outbox ADD COLUMN ${column} ${type}`);
+  }
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
@@ -189,6 +204,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, description: "push notification outbox", up: (db) => db.exec(V5) },
   { version: 6, description: "trace ids: audit log trace_id, push outbox traceparent/tracestate", up: v6 },
   { version: 7, description: "subtask calls (opencode.subtasks.run)", up: (db) => db.exec(V7) },
+  { version: 8, description: "push quiet hours: outbox held_until, coalesce_key", up: v8 },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -26,6 +26,8 @@ export interface StartOptions {
   upstream?: Upstream;
   /** The store the gateway uses (default: opened from the environment). */
   storage?: Storage;
+  /** The push service's clock (default Date.now). */
+  pushClock?: () => number;
 }
 
 /**
@@ -63,6 +65,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
     ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
     ...(options.storage === undefined ? {} : { storage: options.storage }),
+    ...(options.pushClock === undefined ? {} : { pushClock: options.pushClock }),
   });
   server.on("request", gateway.handler);
   return {

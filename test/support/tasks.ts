@@ -19,7 +19,7 @@ export interface TaskGateway {
 export async function startTaskGateway(
   env: Record<string, string> = {},
   stubOptions: StubUpstreamOptions = {},
-  { logger, storage }: { logger?: Logger; storage?: Storage } = {},
+  { logger, storage, pushClock }: { logger?: Logger; storage?: Storage; pushClock?: () => number } = {},
 ): Promise<TaskGateway> {
   const stub = await startStubUpstream(stubOptions);
   const fullEnv = {
@@ -29,7 +29,12 @@ export async function startTaskGateway(
     ...env,
   };
   const upstream = await startUpstream(loadConfig(fullEnv), logger ?? pino({ level: "silent" }));
-  const gw = await startGateway(fullEnv, { upstream, ...(logger === undefined ? {} : { logger }), ...(storage === undefined ? {} : { storage }) });
+  const gw = await startGateway(fullEnv, {
+    upstream,
+    ...(logger === undefined ? {} : { logger }),
+    ...(storage === undefined ? {} : { storage }),
+    ...(pushClock === undefined ? {} : { pushClock }),
+  });
   return {
     gw,
     stub,

@@ -1,6 +1,6 @@
 // The push notification outbox (src/storage/push-outbox.ts): one behavioural suite run against both backends
 // (per-(task, config) queues where only the head is due, busy queues skipped, due order and limit, reschedule,
-// nextDueAt, remove, drop, size), then SQLite only: durability across reopen and rollback inside `atomically`.
+// nextDueAt, remove, drop, size, entries held for quiet hours), then SQLite only: durability across reopen and rollback inside `atomically`.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -47,7 +47,7 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
   it("starts empty", () => {
     expect(outbox.size()).toBe(0);
     expect(outbox.due(T0, 10, NONE)).toEqual([]);
-    expect(outbox.nextDueAt(NONE)).toBeUndefined();
+    expect(outbox.nextDueAt(NONE, clock)).toBeUndefined();
   });
 
   it("enqueues entries due at once, with every field, attempts 0 and no lastError", () => {
@@ -198,13 +198,13 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
     outbox.reschedule(a1!.id, 1, T0 + 700, "x");
     outbox.reschedule(b1!.id, 1, T0 + 300, "x");
     // a2 is at T0 but behind a1: it does not count.
-    expect(outbox.nextDueAt(NONE)).toBe(T0 + 300);
-    expect(outbox.nextDueAt(new Set([queueKey("t2", "c1")]))).toBe(T0 + 700);
-    expect(outbox.nextDueAt(new Set([queueKey("t1", "c1")]))).toBe(T0 + 300);
-    expect(outbox.nextDueAt(new Set([queueKey("t1", "c1"), queueKey("t2", "c1")]))).toBeUndefined();
+    expect(outbox.nextDueAt(NONE, clock)).toBe(T0 + 300);
+    expect(outbox.nextDueAt(new Set([queueKey("t2", "c1")]), clock)).toBe(T0 + 700);
+    expect(outbox.nextDueAt(new Set([queueKey("t1", "c1")]), clock)).toBe(T0 + 300);
+    expect(outbox.nextDueAt(new Set([queueKey("t1", "c1"), queueKey("t2", "c1")]), clock)).toBeUndefined();
     // Also when the head is already due.
     outbox.reschedule(b1!.id, 1, T0 - 10, "x");
-    expect(outbox.nextDueAt(NONE)).toBe(T0 - 10);
+    expect(outbox.nextDueAt(NONE, clock)).toBe(T0 - 10);
   });
 
   it("nextDueAt with many busy queues still finds the free one", () => {
@@ -213,7 +213,7 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
     const all = outbox.due(clock, 10, NONE);
     all.forEach((d, i) => outbox.reschedule(d.id, 1, T0 + 10 * (i + 1), "x"));
     const busy = new Set(["t0", "t1", "t2", "t3", "t4"].map((t) => queueKey(t, "c")));
-    expect(outbox.nextDueAt(busy)).toBe(T0 + 60);
+    expect(outbox.nextDueAt(busy, clock)).toBe(T0 + 60);
     expect(bodies(outbox.due(T0 + 1000, 1, busy))).toEqual([5]);
   });
 
@@ -258,6 +258,31 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
     d!.attempts = 42;
     d!.nextAttemptAt = T0 + 1e9;
     expect(outbox.due(clock, 1, NONE)[0]).toMatchObject({ attempts: 0, nextAttemptAt: T0 });
+  });
+
+  it("a held entry is not due before its heldUntil and does not block the entries after it; then it leads its queue again", () => {
+    outbox.enqueue([{ ...item("t1", "c1", "held"), heldUntil: T0 + 1000, coalesceKey: "a2a" }, item("t1", "c1", "bypass")], T0);
+    expect(bodies(outbox.due(T0, 10, NONE))).toEqual(["bypass"]);
+    expect(outbox.nextDueAt(NONE, T0)).toBe(T0);
+    const [bypass] = outbox.due(T0, 10, NONE);
+    outbox.remove(bypass!.id);
+    expect(outbox.due(T0 + 999, 10, NONE)).toEqual([]);
+    expect(outbox.nextDueAt(NONE, T0 + 999)).toBe(T0 + 1000);
+    const [held] = outbox.due(T0 + 1000, 10, NONE);
+    expect(held).toMatchObject({ body: JSON.stringify({ n: "held" }), heldUntil: T0 + 1000, coalesceKey: "a2a", createdAt: T0, nextAttemptAt: T0 + 1000 });
+    // Released: it is again the head of its queue, ahead of what came after it.
+    outbox.enqueue([item("t1", "c1", "later")], T0 + 1000);
+    expect(bodies(outbox.due(T0 + 1000, 10, NONE))).toEqual(["held"]);
+  });
+
+  it("held lists a queue's entries still held at now; rewrite replaces a body", () => {
+    outbox.enqueue([{ ...item("t1", "c1", 1), heldUntil: T0 + 50, coalesceKey: "status_change" }, { ...item("t1", "c1", 2), heldUntil: T0 + 50, coalesceKey: "message" }, item("t1", "c1", 3)], T0);
+    outbox.enqueue([{ ...item("t1", "c2", 4), heldUntil: T0 + 50 }], T0);
+    const held = outbox.held("t1", "c1", T0);
+    expect(held.map((d) => d.coalesceKey)).toEqual(["status_change", "message"]);
+    outbox.rewrite(held[1]!.id, JSON.stringify({ n: "rewritten" }));
+    expect(bodies(outbox.held("t1", "c1", T0))).toEqual([1, "rewritten"]);
+    expect(outbox.held("t1", "c1", T0 + 50)).toEqual([]);
   });
 
   it("atomically: everything enqueued inside is visible afterwards", () => {
@@ -338,6 +363,22 @@ describe("push outbox (sqlite only)", () => {
       expect(bodies(storage.pushOutbox.due(T0, 10, NONE))).toEqual([0]);
     } finally {
       storage.close();
+    }
+  });
+
+  it("held entries survive closing and reopening the store", () => {
+    const file = freshFile();
+    const first = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    first.pushOutbox.enqueue([{ ...item("t1", "c1", "night"), heldUntil: T0 + 5000, coalesceKey: "a2a" }], T0);
+    first.close();
+    const second = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    try {
+      expect(second.pushOutbox.due(T0 + 4999, 10, NONE)).toEqual([]);
+      expect(second.pushOutbox.nextDueAt(NONE, T0)).toBe(T0 + 5000);
+      expect(second.pushOutbox.held("t1", "c1", T0)).toMatchObject([{ heldUntil: T0 + 5000, coalesceKey: "a2a" }]);
+      expect(bodies(second.pushOutbox.due(T0 + 5000, 10, NONE))).toEqual(["night"]);
+    } finally {
+      second.close();
     }
   });
 

@@ -188,7 +188,7 @@ describe("PushService configs", () => {
     const h = harness();
     h.tasks.set("t1", makeTask("t1"));
     const set = h.service.set(alice, "0.3", input("t1", { url: "https://Hooks.Example.com/a", token: "tok" }));
-    expect(set).toEqual({ id: "t1", taskId: "t1", url: "https://hooks.example.com/a", token: "tok" });
+    expect(set).toEqual({ id: "t1", taskId: "t1", url: "https://hooks.example.com/a", token: "tok", createdAt: new Date(T0).toISOString() });
     expect(h.service.get(alice, { taskId: "t1" })).toEqual(set);
     expect(h.service.get(alice, { taskId: "t1", id: "t1" })).toEqual(set);
     expect(h.service.list(alice, "t1")).toEqual([set]);
@@ -317,6 +317,71 @@ describe("PushService configs", () => {
 });
 
 // ---- notifications -----------------------------------------------------------------------------------------
+
+describe("PushService quiet hours and event filters (the clock at 00:00 UTC, inside 22:00–08:00)", () => {
+  const QUIET = { quietHoursStart: "22:00", quietHoursEnd: "08:00" };
+  const WINDOW_END = Date.UTC(2025, 0, 1, 8);
+  const asking = (): Task => ({ ...makeTask("t1", "input-required"), status: { state: "input-required", timestamp: new Date(T0).toISOString(), message: { messageId: "q", role: "agent", parts: [{ kind: "text", text: "Pick?" }] } } });
+  const states = (h: Harness) => h.sender.bodies().map((b) => (b as { status?: { state: string } }).status?.state);
+
+  it("a2a: held and coalesced to the latest state; an input-required change is sent at once and replaces what was held", async () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1", "submitted"));
+    h.service.set(alice, "0.3", input("t1", QUIET));
+    h.service.start();
+    h.service.changed(makeTask("t1", "working"));
+    await h.flush();
+    expect(h.sender.sent).toEqual([]);
+    expect(h.storage.pushOutbox.held("t1", "t1", h.now())).toHaveLength(1);
+    h.service.changed(asking());
+    await h.flush();
+    expect(states(h)).toEqual(["input-required"]);
+    expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "coalesced" })).toBe(1);
+    h.service.changed(makeTask("t1", "working"));
+    h.service.changed(makeTask("t1", "completed"));
+    await h.flush();
+    expect(states(h)).toEqual(["input-required"]);
+    expect(h.storage.pushOutbox.size()).toBe(1);
+    await h.advance(WINDOW_END - T0 - 1);
+    expect(states(h)).toEqual(["input-required"]);
+    await h.advance(1);
+    expect(states(h)).toEqual(["input-required", "completed"]);
+    expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "coalesced" })).toBe(2);
+  });
+
+  it("events: one coalesced status_change from the first to the last state, the latest message, input_required at once", async () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1", "working"));
+    h.service.set(alice, "0.3", input("t1", { ...QUIET, payloadFormat: "events" }));
+    h.service.start();
+    h.service.changed(asking());
+    await h.flush();
+    expect(h.sender.bodies()).toEqual([{ event: "input_required", task_id: "t1", timestamp: new Date(T0).toISOString(), data: { prompt: "Pick?", input_types: ["text/plain"] } }]);
+    h.service.changed(makeTask("t1", "working"));
+    const done = { ...makeTask("t1", "completed"), history: [{ messageId: "r", role: "agent" as const, parts: [{ kind: "text" as const, text: "result" }] }] };
+    h.service.changed(done);
+    await h.advance(WINDOW_END - T0);
+    expect(h.sender.bodies().slice(1)).toEqual([
+      expect.objectContaining({ event: "status_change", data: { old_state: "working", new_state: "completed" } }),
+      expect.objectContaining({ event: "message", data: { message_role: "assistant", message_content: "result" } }),
+      expect.objectContaining({ event: "artifact", data: { artifact_type: "text", artifact_name: "a-t1", artifact_size: 6 } }),
+    ]);
+    // The question's message (held) was replaced by the later reply: the latest message.
+    expect(h.sender.sent.map((s) => s.request.headers["content-type"])).toEqual(Array(4).fill("application/json"));
+  });
+
+  it("enabledEvents: an a2a config is sent only the state changes whose events it enabled", async () => {
+    const h = harness();
+    h.tasks.set("t1", makeTask("t1", "working"));
+    h.service.set(alice, "0.3", input("t1", { enabledEvents: ["input_required"] }));
+    h.service.start();
+    h.service.changed(asking());
+    h.service.changed(makeTask("t1", "working"));
+    h.service.changed(makeTask("t1", "completed"));
+    await h.flush();
+    expect(states(h)).toEqual(["input-required"]);
+  });
+});
 
 describe("PushService notifications", () => {
   it("changed() queues one notification per config, shaped for its line, and sends them with their headers", async () => {
@@ -864,8 +929,8 @@ class FlakyOutbox implements PushOutboxStore {
   arm(): void {
     this.#armed = true;
   }
-  enqueue(items: NewDelivery[]): void {
-    this.base.enqueue(items);
+  enqueue(items: NewDelivery[], at?: number): void {
+    this.base.enqueue(items, at);
   }
   due(now: number, limit: number, busy: ReadonlySet<string>): PushDelivery[] {
     if (this.#armed) {
@@ -875,8 +940,14 @@ class FlakyOutbox implements PushOutboxStore {
     }
     return this.base.due(now, limit, busy);
   }
-  nextDueAt(busy: ReadonlySet<string>): number | undefined {
-    return this.base.nextDueAt(busy);
+  nextDueAt(busy: ReadonlySet<string>, now: number): number | undefined {
+    return this.base.nextDueAt(busy, now);
+  }
+  held(taskId: string, configId: string, now: number): PushDelivery[] {
+    return this.base.held(taskId, configId, now);
+  }
+  rewrite(id: number, body: string): void {
+    this.base.rewrite(id, body);
   }
   remove(id: number): boolean {
     return this.base.remove(id);

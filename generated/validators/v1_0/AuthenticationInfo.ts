@@ -8,6 +8,6 @@ let External = []
 
 export function SetExternal(external) { External = external.variables }
 
-const check_0 = ((context, value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("scheme" in value && ((((context.Push() && typeof value.scheme === "string") && context.Pop()) && context.AddKey("scheme")) && (value.credentials === undefined || (!("credentials" in value) || (((context.Push() && typeof value.credentials === "string") && context.Pop()) && context.AddKey("credentials"))))))));
+const check_0 = ((context, value) => (((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("scheme" in value && ((((context.Push() && typeof value.scheme === "string") && context.Pop()) && context.AddKey("scheme")) && (value.credentials === undefined || (!("credentials" in value) || (((context.Push() && typeof value.credentials === "string") && context.Pop()) && context.AddKey("credentials"))))))) && (!(typeof value === "object" && value !== null) || ((context) => { const keys = context.GetKeys(); return Object.entries(value).every(([unique_0, unique_1], _) => ((keys.has(unique_0) || ((() => { const results = []; const context_0 = new CheckContext(); const condition_0 = ((context) => true)(context_0); if(condition_0) { results.push(context_0) }; return (!(results.length === 1) && context.Merge(results)); })() && context.AddKey(unique_0))))); })(context))));
 
 export function Check(value) { const context = new CheckContext({}, {}); return check_0(context, value) }

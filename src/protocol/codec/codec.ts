@@ -149,10 +149,7 @@ export function codecOf(d: Dialect): Codec {
       });
     },
     decodePushConfig: (raw, taskId) => d.push.decodeSet(root(raw), taskId),
-    decodePushConfigRef(raw) {
-      const o = root(raw);
-      return compact({ taskId: reqStr(o, d.push.taskKey, ""), id: optStr(o, d.push.fields.configId, "") });
-    },
+    decodePushConfigRef: (raw, needsConfig = false) => d.push.decodeRef(root(raw), needsConfig),
 
     task,
     message,
@@ -181,6 +178,8 @@ export function codecOf(d: Dialect): Codec {
       return { tasks, total: page.totalSize, limit: page.pageSize, offset, hasMore: offset + page.tasks.length < page.totalSize };
     },
     pushConfig: d.push.encode,
+    pushConfigSet: (config, raw) => d.push.encodeSet(config, root(raw)),
+    pushSetField: (raw) => d.push.setField(root(raw)),
     pushConfigList: (cs, nextPageToken = "") => (d.tagged ? cs.map(d.push.encode) : { configs: cs.map(d.push.encode), nextPageToken }),
     pushConfigDeleted: () => (d.tagged ? null : {}),
   };

@@ -89,8 +89,8 @@ export interface Codec {
   decodeListParams(raw: unknown): ListParams;
   /** A push config to create; `taskId` (the REST path's task) wins over the body. */
   decodePushConfig(raw: unknown, taskId?: string): PushConfigInput;
-  /** get / delete / list push config params (REST: the path parameters). */
-  decodePushConfigRef(raw: unknown): PushConfigRef;
+  /** get / delete / list push config params (REST: the path parameters); `needsConfig` (delete): the config id is required. */
+  decodePushConfigRef(raw: unknown, needsConfig?: boolean): PushConfigRef;
 
   // ---- answers
   task(task: Task, view?: TaskView): unknown;
@@ -99,6 +99,10 @@ export interface Codec {
   streamEvent(event: StreamEvent): unknown;
   listResult(page: TaskPage, view?: TaskView): unknown;
   pushConfig(config: PushConfig): unknown;
+  /** The answer to a push config set request `raw` (0.3 JSON-RPC: seed 004's `{id, status, createdAt}` for its shape). */
+  pushConfigSet(config: PushConfig, raw: unknown): unknown;
+  /** Where a push config set request `raw` carries the config (0.3 JSON-RPC: `pushNotificationConfig` or `config`). */
+  pushSetField(raw: unknown): string;
   /** A list of configs; `nextPageToken` (1.0, and 0.3 REST where it is always empty) names the next page. */
   pushConfigList(configs: PushConfig[], nextPageToken?: string): unknown;
   /** Result of a push config delete: 0.3 JSON-RPC `null`, otherwise `{}` (google.protobuf.Empty). */
