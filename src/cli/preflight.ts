@@ -9,6 +9,8 @@ import { createRequire } from "node:module";
 import type { Config } from "../config/index.js";
 import { packageRoot, packageVersion } from "../contract/catalog.js";
 import { resolveOpencodeBinary } from "../upstream/binary.js";
+import type BetterSqlite3 from "better-sqlite3";
+import { pinDatabase } from "../storage/pin.js";
 
 const require = createRequire(import.meta.url);
 
@@ -32,8 +34,9 @@ export function reinstallCommand(): string {
 /** Loads better-sqlite3's native binding by opening an in-memory database; the error message when it cannot. */
 export function sqliteBindingProblem(): string | undefined {
   try {
-    const Database = require("better-sqlite3") as new (file: string) => { close(): void };
-    new Database(":memory:").close();
+    const Database = require("better-sqlite3") as new (file: string) => BetterSqlite3.Database;
+    // pinned: on Node 24 a collected better-sqlite3 12 object aborts the process (src/storage/pin.ts)
+    pinDatabase(new Database(":memory:")).close();
     return undefined;
   } catch (err) {
     const detail = err instanceof Error ? err.message.split("\n")[0]! : String(err);

@@ -12,6 +12,7 @@ import { openStorage } from "../../src/storage/index.js";
 import { startStubUpstream } from "../../tools/upstream/stub.js";
 import { hang } from "../../tools/upstream/script.js";
 import { binPath } from "../support/build.js";
+import { pinDatabase, prepare } from "../../src/storage/pin.js";
 
 const SECRET = "cli-secret-token-do-not-print-4242";
 let command: [string, string[]];
@@ -199,11 +200,11 @@ describe("opencode-a2a serve stopped by SIGTERM", () => {
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
 
-      const db = new Database(file, { readonly: true });
+      const db = pinDatabase(new Database(file, { readonly: true }));
       try {
-        const row = db.prepare("SELECT state FROM a2a_tasks WHERE id = ?").get(taskId) as { state: string };
+        const row = prepare(db, "SELECT state FROM a2a_tasks WHERE id = ?").get(taskId) as { state: string };
         expect(row.state, "a stopping gateway does not fail the running task itself").toBe("working");
-        const audited = db.prepare("SELECT method FROM a2a_audit_log WHERE task_id = ?").all(taskId) as { method: string }[];
+        const audited = prepare(db, "SELECT method FROM a2a_audit_log WHERE task_id = ?").all(taskId) as { method: string }[];
         expect(audited.map((a) => a.method)).toContain("message/send");
       } finally {
         db.close();

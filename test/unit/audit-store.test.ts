@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseAuditQuery } from "../../src/server/audit-routes.js";
 import { A2AError } from "../../src/contract/errors.js";
 import { expectA2AError } from "../support/errors.js";
-import { prepare } from "../../src/storage/pin.js";
+import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import {
   decodeAuditPageToken,
   encodeAuditPageToken,
@@ -265,7 +265,7 @@ describe("audit store specifics", () => {
   });
 
   it("migration v3 creates the audit table and its indexes, also on a v2 database, idempotently", () => {
-    const raw = new Database(":memory:");
+    const raw = pinDatabase(new Database(":memory:"));
     try {
       // a database written by a v2 build
       expect(migrate(raw, MIGRATIONS.slice(0, 2))).toEqual({ from: 0, to: 2, applied: [1, 2] });
@@ -293,7 +293,7 @@ describe("audit store specifics", () => {
   });
 
   it("migration v6 adds the nullable trace_id (and its index) to a v5 audit log, keeping its rows, idempotently", () => {
-    const raw = new Database(":memory:");
+    const raw = pinDatabase(new Database(":memory:"));
     try {
       expect(migrate(raw, MIGRATIONS.slice(0, 5))).toEqual({ from: 0, to: 5, applied: [1, 2, 3, 4, 5] });
       prepare(raw, "INSERT INTO a2a_audit_log (at_ms, transport, line, method, outcome, status, duration_ms) VALUES (0, 'rest', '1.0', 'old', 'ok', 200, 1)").run();
@@ -313,7 +313,7 @@ describe("audit store specifics", () => {
   it("a v2 database file opened by this build gains the audit log and keeps its data", () => {
     const file = freshFile();
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const raw = new Database(file);
+    const raw = pinDatabase(new Database(file));
     migrate(raw, MIGRATIONS.slice(0, 2));
     prepare(raw, "INSERT INTO a2a_store_meta (key, value) VALUES ('k', 'v')").run();
     raw.close();
@@ -325,7 +325,7 @@ describe("audit store specifics", () => {
     } finally {
       storage.close();
     }
-    const check = new Database(file, { readonly: true });
+    const check = pinDatabase(new Database(file, { readonly: true }));
     try {
       expect(readSchemaVersion(check)).toBe(LATEST_SCHEMA_VERSION);
       expect(prepare(check, "SELECT value FROM a2a_store_meta WHERE key = 'k'").pluck().get()).toBe("v");

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { A2AError } from "../../src/contract/errors.js";
 import { advertisedPermissionOptions, answersFromMessage } from "../../src/extensions/interrupt-registry.js";
 import type { Message } from "../../src/protocol/model.js";
-import { prepare } from "../../src/storage/pin.js";
+import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import {
   MIGRATIONS,
   migrate,
@@ -190,7 +190,7 @@ describe("interrupt store (sqlite only)", () => {
   });
 
   it("migration v2 creates the table and its indexes idempotently, also on a v1 database", () => {
-    const raw = new Database(":memory:");
+    const raw = pinDatabase(new Database(":memory:"));
     try {
       // a database written by a v1 build
       expect(migrate(raw, MIGRATIONS.slice(0, 1))).toEqual({ from: 0, to: 1, applied: [1] });

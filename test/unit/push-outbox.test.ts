@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { A2AError } from "../../src/contract/errors.js";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import { queueKey, type NewDelivery, type PushDelivery, type PushOutboxStore } from "../../src/storage/push-outbox.js";
+import { pinDatabase, prepare } from "../../src/storage/pin.js";
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-push-outbox-"));
 afterAll(() => fs.rmSync(tmpRoot, { recursive: true, force: true }));
@@ -385,9 +386,9 @@ describe("push outbox (sqlite only)", () => {
   it("is created by migration 5 with its queue index", () => {
     const file = freshFile();
     openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
-    const db = new Database(file, { readonly: true });
+    const db = pinDatabase(new Database(file, { readonly: true }));
     try {
-      const names = (db.prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'a2a_push_outbox'").all() as { name: string }[]).map((r) => r.name);
+      const names = (prepare(db, "SELECT name FROM sqlite_master WHERE tbl_name = 'a2a_push_outbox'").all() as { name: string }[]).map((r) => r.name);
       expect(names).toEqual(expect.arrayContaining(["a2a_push_outbox", "a2a_push_outbox_queue"]));
     } finally {
       db.close();

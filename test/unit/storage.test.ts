@@ -7,7 +7,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { expectA2AError } from "../support/errors.js";
-import { prepare } from "../../src/storage/pin.js";
+import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import type { PushConfig, Task, TaskState } from "../../src/protocol/model.js";
 import {
   LATEST_SCHEMA_VERSION,
@@ -406,7 +406,7 @@ describe("sqlite specifics", () => {
     it("sees what another connection commits to the same file", () => {
       const file = path.join(freshDir(), "a2a.db");
       const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
-      const other = new Database(file);
+      const other = pinDatabase(new Database(file));
       try {
         storage.tasks.create(makeTask("t1"), "alice");
         expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
@@ -565,7 +565,7 @@ describe("sqlite specifics", () => {
   });
 
   it("applies migrations idempotently and atomically", () => {
-    const raw = new Database(":memory:");
+    const raw = pinDatabase(new Database(":memory:"));
     try {
       expect(migrate(raw)).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: MIGRATIONS.map((m) => m.version) });
       expect(migrate(raw)).toEqual({ from: LATEST_SCHEMA_VERSION, to: LATEST_SCHEMA_VERSION, applied: [] });
@@ -593,13 +593,13 @@ describe("sqlite specifics", () => {
   it("migration v4 keeps only the per-owner task indexes, on a v3 database with data, and every listing still works", () => {
     const file = path.join(freshDir(), "a2a.db");
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const raw = new Database(file);
+    const raw = pinDatabase(new Database(file));
     expect(migrate(raw, MIGRATIONS.slice(0, 3))).toEqual({ from: 0, to: 3, applied: [1, 2, 3] });
     raw.close();
     fs.chmodSync(file, 0o600);
     const indexesOf = (db: Database.Database) =>
       prepare(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'a2a_tasks' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all();
-    const v3 = new Database(file);
+    const v3 = pinDatabase(new Database(file));
     expect(indexesOf(v3)).toEqual(["a2a_tasks_context_ts", "a2a_tasks_owner_context_ts", "a2a_tasks_owner_ts", "a2a_tasks_state", "a2a_tasks_ts"]);
     v3.close();
     const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
@@ -614,7 +614,7 @@ describe("sqlite specifics", () => {
     } finally {
       storage.close();
     }
-    const v4 = new Database(file);
+    const v4 = pinDatabase(new Database(file));
     try {
       expect(readSchemaVersion(v4)).toBe(LATEST_SCHEMA_VERSION);
       expect(indexesOf(v4)).toEqual(["a2a_tasks_owner_context_ts", "a2a_tasks_owner_ts"]);
@@ -632,7 +632,7 @@ describe("sqlite specifics", () => {
   it("refuses a database with a newer schema version", () => {
     const file = path.join(freshDir(), "a2a.db");
     openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
-    const raw = new Database(file);
+    const raw = pinDatabase(new Database(file));
     prepare(raw, "UPDATE a2a_schema_version SET version = ? WHERE name = ?").run(LATEST_SCHEMA_VERSION + 1, SCHEMA_NAME);
     raw.close();
     expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(file) }), "SCHEMA_TOO_NEW", new RegExp(`schema version ${LATEST_SCHEMA_VERSION + 1} .* only knows version ${LATEST_SCHEMA_VERSION}`));
@@ -642,13 +642,13 @@ describe("sqlite specifics", () => {
     const file = path.join(freshDir(), "a2a.db");
     const storage = openStorage({ backend: "sqlite", url: dbUrl(file), busyTimeoutMs: 20 });
     storage.tasks.create(makeTask("t1"), "alice");
-    const locker = new Database(file);
+    const locker = pinDatabase(new Database(file));
     try {
-      locker.prepare("BEGIN IMMEDIATE").run();
+      prepare(locker, "BEGIN IMMEDIATE").run();
       expectA2AError(() => storage.tasks.save(makeTask("t1", { state: "completed" })), "TASK_STORE_UNAVAILABLE", { operation: "tasks.save" });
       expectA2AError(() => storage.sessions.claim("ses_1", "a", 5), "TASK_STORE_UNAVAILABLE", { operation: "sessions.claim" });
       expect(storage.tasks.get("t1")?.task.status.state).toBe("working"); // reads still work under WAL; nothing half-written
-      locker.prepare("ROLLBACK").run();
+      prepare(locker, "ROLLBACK").run();
       expect(storage.tasks.save(makeTask("t1", { state: "completed" })).applied).toBe(true);
     } finally {
       locker.close();
