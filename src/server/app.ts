@@ -21,7 +21,7 @@ import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../observability/metrics.js";
 import { TaskRuntime } from "../runtime/tasks.js";
 import { extensionHandlers } from "../extensions/index.js";
-import { GovernanceTrail, openGovernancePolicies } from "../governance/index.js";
+import { GovernanceTrail, openGovernancePolicies, type GovernancePolicySet } from "../governance/index.js";
 import { InterruptRegistry } from "../extensions/interrupt-registry.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import { StoreHealth } from "../storage/health.js";
@@ -110,6 +110,8 @@ export interface GatewayDeps {
   storage?: Storage;
   /** The credential registry; default: built from A2A_BEARER_TOKEN, A2A_CREDENTIALS and A2A_CREDENTIALS_FILE. */
   credentials?: CredentialResolver;
+  /** The governance policies; default: loaded from A2A_GOVERNANCE_POLICIES_FILE when it is set. */
+  policies?: GovernancePolicySet;
 }
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
@@ -124,7 +126,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const auth = deps.credentials ?? credentialRegistry(config, catalog, log);
   // A bad policy file stops the start here (ConfigError), before anything is opened.
   const governanceLog = log.child({ component: "governance" });
-  const policies = config.governancePoliciesFile === undefined ? undefined : await openGovernancePolicies(config.governancePoliciesFile, catalog, governanceLog);
+  const policies =
+    deps.policies ?? (config.governancePoliciesFile === undefined ? undefined : await openGovernancePolicies(config.governancePoliciesFile, catalog, governanceLog));
   let expirySweep: NodeJS.Timeout | undefined;
   const limits = new AccessLimits({
     maxRequests: config.rateLimitMaxRequests,
