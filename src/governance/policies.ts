@@ -7,6 +7,7 @@ import fs from "node:fs";
 import type { GovernancePolicyRule } from "../../generated/types/extensions.js";
 import { ConfigError } from "../config/index.js";
 import { explain, preloadValidators, validate } from "../contract/validate.js";
+import { fileStamp } from "../util/file-stamp.js";
 
 const SCHEMA = "extensions/GovernancePolicies";
 
@@ -211,17 +212,8 @@ export class GovernancePolicySet {
     return { rule, decision: rule.decision, reply: rule.decision === "reject" ? "reject" : (rule.reply ?? "once") };
   }
 
-  #fileStamp(): string {
-    try {
-      const st = fs.statSync(this.file);
-      return `${st.size}:${st.mtimeMs}:${st.ino}`;
-    } catch {
-      return "missing";
-    }
-  }
-
   #load(initial: boolean): void {
-    const stamp = this.#fileStamp();
+    const stamp = fileStamp(this.file);
     if (!initial && stamp === this.#stamp) return;
     try {
       let text: string;

@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { catalog, errorInfoOf, expectValid } from "../support/contract.js";
 import { call as httpCall, rpc, TEST_TOKEN, type HttpResult } from "../support/gateway.js";
+import { until } from "../support/task-wire.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 import { text, tool } from "../../tools/upstream/script.js";
 
@@ -59,16 +60,6 @@ async function ok(res: HttpResult): Promise<any> {
 
 function message(texts: string, extra: Obj = {}): Obj {
   return { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: texts }], ...extra };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** A stub session that asks before every bash command and every edit, with its own scripted replies. */
