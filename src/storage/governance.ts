@@ -125,10 +125,10 @@ export class SqliteGovernanceStore implements GovernanceStore {
     return this.store.guard("governance.decisionSummary", () => {
       const row = this.store
         .statement(
-          `SELECT COUNT(*) AS count, (SELECT source FROM a2a_governance_trail WHERE task_id = ?1 AND kind = 'decision' ORDER BY id DESC LIMIT 1) AS last
-           FROM a2a_governance_trail WHERE task_id = ?1 AND kind = 'decision'`,
+          `SELECT COUNT(*) AS count, (SELECT source FROM a2a_governance_trail WHERE task_id = ? AND kind = 'decision' ORDER BY id DESC LIMIT 1) AS last
+           FROM a2a_governance_trail WHERE task_id = ? AND kind = 'decision'`,
         )
-        .get(taskId) as { count: number; last: string | null };
+        .get(taskId, taskId) as { count: number; last: string | null };
       return row.last === null ? { count: row.count } : { count: row.count, lastSource: row.last };
     });
   }
