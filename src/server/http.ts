@@ -75,7 +75,7 @@ export function httpSide(deps: HttpDeps): HttpSide {
   discovery.register(router);
   registerDocs(router, { lines: catalog.protocol_lines, openrpc: (line) => discovery.openrpcDocument(line), publicUrl: config.publicUrl });
   registerAuditRoutes(router, { recorder: deps.recorder });
-  registerGovernanceRoutes(router, deps.governanceHistory);
+  registerGovernanceRoutes(router, deps.governanceHistory, extensions);
   router.get("/metrics", async (ctx) => {
     if (!config.metricsEnabled) throw new A2AError("ROUTE_NOT_FOUND", "Metrics are disabled (A2A_METRICS_ENABLED=false)", { path: ctx.path, method: ctx.method });
     ctx.type = metrics.registry.contentType;

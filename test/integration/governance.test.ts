@@ -1,7 +1,7 @@
 // Governance over the stub OpenCode: the policy rules of A2A_GOVERNANCE_POLICIES_FILE decide bash and edit permission
 // requests (command patterns, path globs, rule order, principal and trust-level conditions, the manual default); an
 // approve or reject is answered upstream at once and the task never turns input-required (stream, store, final
-// state); every other way of answering lands in the task's trail with its principal, an expiry as `expired`; the trail
+// state), unless OpenCode does not take the answer (then the request is left to a client); every other way of answering lands in the task's trail with its principal, an expiry as `expired`; the trail
 // is served on the seed's path, both REST lines and JSON-RPC, owner-scoped, and summarized in the task's metadata.
 import fs from "node:fs";
 import os from "node:os";
@@ -201,6 +201,17 @@ describe("policy rules decide permission requests", () => {
     ]);
   });
 
+  it("an automatic answer OpenCode does not take leaves the request to a client (input-required), answerable as usual", async () => {
+    tg.stub.failNext((r) => r.method === "POST" && /^\/permission\/[^/]+\/reply$/.test(r.path), { status: 500, body: { message: "boom" } });
+    const task = await runTool(tg, ADMIN, bash("echo fallback"));
+    expect(task.status.state).toBe("input-required");
+    const requestId = task.metadata.shared.interrupt.request_id;
+    expect((await history(tg, ADMIN, task.id)).permissionDecisions).toEqual([]);
+    await ok(await rpcAs(tg.url, ADMIN, "a2a.interrupt.permission.reply", { request_id: requestId, reply: "once" }));
+    await until("the task to complete", async () => ((await ok(await rpcAs(tg.url, ADMIN, "tasks/get", { id: task.id }))).status.state === "completed" ? true : undefined));
+    expect((await history(tg, ADMIN, task.id)).permissionDecisions).toMatchObject([{ requestId, source: "principal:admin" }]);
+  });
+
   it("a principal condition: bob's `ls -la` is approved, alice's waits for her", async () => {
     const bobs = await runTool(tg, as(BOB), bash("ls -la"));
     expect(bobs.status.state).toBe("completed");
@@ -316,6 +327,21 @@ describe("serving the trail", () => {
     expect(unauth.status).toBe(401);
   });
 
+  it("the REST paths need the extensions of A2A_REQUIRED_EXTENSIONS like every extension call", async () => {
+    const uri = catalog.extensions.find((e) => e.name === "opencode-governance")!.uri;
+    const { startGateway } = await import("../support/gateway.js");
+    const strict = await startGateway({ A2A_REQUIRED_EXTENSIONS: uri });
+    try {
+      const refused = await httpCall(strict.url, "/a2a/tasks/t1/governor/history");
+      expect(refused.status, refused.text).toBe(400);
+      expect(refused.text).toContain("EXTENSION_SUPPORT_REQUIRED");
+      const activated = await httpCall(strict.url, "/a2a/tasks/t1/governor/history", { headers: { "A2A-Extensions": uri } });
+      expect(activated.status, activated.text).toBe(404);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it("the extended card lists the governance extension with its method", async () => {
     const card = await ok(await rpcAs(tg.url, ADMIN, "agent/getAuthenticatedExtendedCard", {}));
     const ext = (card.capabilities.extensions as Obj[]).find((e) => String(e.uri).endsWith("#opencode-governance-v1"));
@@ -393,7 +419,12 @@ describe("the policy file", () => {
 
 describe("expiry", () => {
   it("a request nobody answers lands in the trail as expired and leaves pendingPermissions", async () => {
-    const own = await startTaskGateway({ A2A_INTERRUPT_REQUEST_TTL_SECONDS: "1" });
+    // On SQLite: the expiry and the summary are read back from the trail table.
+    const own = await startTaskGateway({
+      A2A_INTERRUPT_REQUEST_TTL_SECONDS: "1",
+      A2A_TASK_STORE_BACKEND: "database",
+      A2A_TASK_STORE_DATABASE_URL: `sqlite:///${path.join(dir, "expiry.db")}`,
+    });
     try {
       const task = await runTool(own, ADMIN, bash("cat x"));
       expect(task.status.state).toBe("input-required");
