@@ -16,6 +16,7 @@ import { text, tool } from "../../tools/upstream/script.js";
 import { expectValid } from "../support/contract.js";
 import { call as httpCall, rpc, type StartedGateway } from "../support/gateway.js";
 import { startRealStack, type RealStack } from "../support/stack.js";
+import { until } from "../support/task-wire.js";
 
 let stack: RealStack;
 let model: ModelServer;
@@ -55,16 +56,6 @@ async function call(method: string, params: unknown): Promise<any> {
 }
 const message = (value: string, extra: Record<string, unknown> = {}) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: value }], ...extra });
 const bash = (command: string) => tool("bash", { command, description: "scripted command" });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A 0.3 message/stream read to its end: every event's result. */
 async function streamed(prompt: string): Promise<any[]> {
@@ -131,7 +122,7 @@ describe("governance policies against the real OpenCode", () => {
     expect((await trail(task.id)).pendingPermissions).toMatchObject([{ requestId: interrupt.request_id, permission: "bash" }]);
 
     await call("a2a.interrupt.permission.reply", { request_id: interrupt.request_id, reply: "once" });
-    await until("the task to complete", async () => ((await call("tasks/get", { id: task.id })).status.state === "completed" ? true : undefined));
+    await until("the task to complete", async () => ((await call("tasks/get", { id: task.id })).status.state === "completed" ? true : undefined), 30_000);
     const history = await trail(task.id);
     expect(history.pendingPermissions).toEqual([]);
     expect(history.permissionDecisions).toMatchObject([
