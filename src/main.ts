@@ -7,6 +7,7 @@ import { openStorage, StorageError, TASK_STORE_URL_VARIABLE, type Storage } from
 import { catalog, packageVersion } from "./contract/catalog.js";
 import { createLogger } from "./logging/index.js";
 import { createGateway, credentialRegistry } from "./server/app.js";
+import { openGovernancePolicies } from "./governance/index.js";
 import { CredentialError } from "./auth/credentials.js";
 import { startUpstream } from "./upstream/index.js";
 import { keysCommand } from "./cli/keys.js";
@@ -41,9 +42,10 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   const config = loadConfig(env, packageVersion);
   checkInstallation(config);
   const log = createLogger(config.logLevel, undefined, config.logFormat);
-  // Credentials and the store are checked before anything starts, so a bad registry or database path never leaves a
-  // managed OpenCode behind.
+  // Credentials, the governance policies and the store are checked before anything starts, so a bad registry, policy
+  // file or database path never leaves a managed OpenCode behind.
   const credentials = credentialRegistry(config, catalog, log);
+  const policies = config.governancePoliciesFile === undefined ? undefined : await openGovernancePolicies(config.governancePoliciesFile, catalog, log.child({ component: "governance" }));
   const storage = openConfiguredStorage(config);
   // A background failure nobody awaited is logged; it never takes the process (and every client) down.
   process.on("unhandledRejection", (reason) => {
@@ -79,7 +81,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   const address = server.address() as AddressInfo;
   const bound = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
-  const gateway = await createGateway(config, log, { upstream, credentials, storage });
+  const gateway = await createGateway(config, log, { upstream, credentials, storage, ...(policies === undefined ? {} : { policies }) });
   server.on("request", gateway.handler);
   // Store, durability, upstream mode and OpenCode version, protocol lines, public URL: logged once the upstream answered.
   void logStartupSummary(log, config, storage, upstream, catalog.protocol_lines);

@@ -18,6 +18,40 @@ export type FileDiff = Schemas["extensions.FileDiff"];
 /** Bounds and defaults of the numeric fields of FileDiff. */
 export const FileDiffBounds = { additions: { minimum: 0 }, deletions: { minimum: 0 } } as const;
 
+export type GovernanceApproval = Schemas["extensions.GovernanceApproval"];
+
+/** The values of GovernanceApproval. */
+export const GovernanceApprovalValues = ["once", "always"] as const satisfies readonly GovernanceApproval[];
+
+export type GovernanceDecision = Schemas["extensions.GovernanceDecision"];
+
+/** The values of GovernanceDecision. */
+export const GovernanceDecisionValues = ["approve", "reject", "manual"] as const satisfies readonly GovernanceDecision[];
+
+export type GovernanceHistory = Schemas["extensions.GovernanceHistory"];
+
+export type GovernanceHistoryParams = Schemas["extensions.GovernanceHistoryParams"];
+
+export type GovernancePendingPermission = Schemas["extensions.GovernancePendingPermission"];
+
+export type GovernancePermissionDecision = Schemas["extensions.GovernancePermissionDecision"];
+
+export type GovernancePolicies = Schemas["extensions.GovernancePolicies"];
+
+/** Bounds and defaults of the numeric fields of GovernancePolicies. */
+export const GovernancePoliciesBounds = { rules: { maxItems: 1000 } } as const;
+
+export type GovernancePolicyRule = Schemas["extensions.GovernancePolicyRule"];
+
+/** Bounds and defaults of the numeric fields of GovernancePolicyRule. */
+export const GovernancePolicyRuleBounds = { patterns: { minItems: 1, maxItems: 100 }, principals: { minItems: 1 }, trust_levels: { minItems: 1 } } as const;
+
+export type GovernanceSummary = Schemas["extensions.GovernanceSummary"];
+
+export type GovernorFeedbackEntry = Schemas["extensions.GovernorFeedbackEntry"];
+
+export type GovernorResult = Schemas["extensions.GovernorResult"];
+
 export type InterruptDetails = Schemas["extensions.InterruptDetails"];
 
 export type InterruptHint = Schemas["extensions.InterruptHint"];

@@ -19,6 +19,7 @@ export type MethodName =
   | "ListTasks"
   | "message/send"
   | "message/stream"
+  | "opencode.governance.history"
   | "opencode.models.list"
   | "opencode.permissions.list"
   | "opencode.projects.current"
@@ -155,6 +156,8 @@ export interface MethodTypes {
   "message/send": { params: V0_3.MessageSendParams; result: V0_3.SendMessageResult };
   /** Delivers a message and answers with a server-sent event stream: first the task (or a single message, which ends the stream), then status and artifact updates until a status update with `final: true`. Each `data:` line is a JSON-RPC response whose `result` is one `StreamEvent`. */
   "message/stream": { params: V0_3.MessageSendParams; result: V0_3.StreamEvent };
+  /** The governance trail of a task of the caller (an admin: of any task). Another principal's task is not found. */
+  "opencode.governance.history": { params: Extensions.GovernanceHistoryParams; result: Extensions.GovernanceHistory };
   /** List the upstream models, optionally of one provider. */
   "opencode.models.list": { params: Extensions.ModelsListParams; result: Extensions.ModelsListResult };
   /** The caller's pending permission requests. */
@@ -254,6 +257,7 @@ export type Result<M extends MethodName> = MethodTypes[M]["result"];
 /** The members of every method family: core families by operation, extension families by method. */
 export const FAMILIES = {
   ExtendedCard: ["extended-card"],
+  Governance: ["opencode.governance.history"],
   InteractiveInterrupt: ["a2a.interrupt.permission.reply", "a2a.interrupt.question.reject", "a2a.interrupt.question.reply", "tasks/provideInputAndContinue"],
   InterruptRecovery: ["opencode.permissions.list", "opencode.questions.list"],
   ProviderDiscovery: ["opencode.models.list", "opencode.providers.list"],
@@ -278,6 +282,12 @@ export type Handler<M extends MethodName, C> = (params: Params<M>, call: C) => P
 export interface ExtendedCardHandlers<C> {
   /** `GetExtendedAgentCard`, `agent/getAuthenticatedExtendedCard`; REST `GET /agent/authenticatedExtendedCard`, `GET /extendedAgentCard`, `GET /v1/card`. */
   "extended-card": OperationHandler<C>;
+}
+
+/** opencode.governance.history: a task's permission decisions (policy rules, principals, expiries), its pending requests and governor feedback. */
+export interface GovernanceHandlers<C> {
+  /** The governance trail of a task of the caller (an admin: of any task). Another principal's task is not found. */
+  "opencode.governance.history": Handler<"opencode.governance.history", C>;
 }
 
 /** Reply to permission and question interrupts reported at metadata.shared.interrupt (a2a.interrupt.* and tasks/provideInputAndContinue). */

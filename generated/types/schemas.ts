@@ -2085,6 +2085,162 @@ export interface components {
             /** @description e.g. `added`, `modified`, `deleted`. */
             status?: string;
         };
+        /**
+         * @description The reply an `approve` rule sends: OpenCode's `once` (this call) or `always` (the request's `always` patterns for the rest of the session).
+         * @enum {string}
+         */
+        "extensions.GovernanceApproval": "once" | "always";
+        /**
+         * @description What a matching policy rule does with an OpenCode permission request.
+         * @enum {string}
+         */
+        "extensions.GovernanceDecision": "approve" | "reject" | "manual";
+        /**
+         * @description The governance trail of one task (seed 004's `GET /a2a/tasks/{task_id}/governor/history`): every decision on
+         *     its permission and question requests, the ones still waiting, and governor feedback, oldest first.
+         */
+        "extensions.GovernanceHistory": {
+            permissionDecisions: components["schemas"]["extensions.GovernancePermissionDecision"][];
+            pendingPermissions: components["schemas"]["extensions.GovernancePendingPermission"][];
+            governorFeedback: components["schemas"]["extensions.GovernorFeedbackEntry"][];
+        };
+        /** @description Params of `opencode.governance.history`. */
+        "extensions.GovernanceHistoryParams": {
+            task_id: string;
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A permission or question request of the task still waiting for an answer. */
+        "extensions.GovernancePendingPermission": {
+            toolCallId?: string;
+            requestId: string;
+            interruptType: "permission" | "question";
+            /** @description The permission type (permission requests). */
+            permission?: string;
+            /** @description The request's patterns (permission requests). */
+            patterns?: string[];
+            /** Format: date-time */
+            askedAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /** @description As published at `metadata.shared.interrupt.details`. */
+            details: components["schemas"]["extensions.GovernancePendingPermission.RecordUnknown"];
+        };
+        "extensions.GovernancePendingPermission.RecordUnknown": {
+            [key: string]: unknown;
+        };
+        /** @description One decision on a permission or question request of the task (seed 004's `permissionDecisions[]`). */
+        "extensions.GovernancePermissionDecision": {
+            /** @description The OpenCode tool call that asked (`tool.callID` of the request), when it names one. */
+            toolCallId?: string;
+            /** @description The OpenCode request id (`per_…`, `que_…`). */
+            requestId: string;
+            /**
+             * @description Who decided: `policy:<rule id>` (a policy rule), `principal:<principal id>` (a client's answer through any
+             *     path), or `expired` (nobody answered within A2A_INTERRUPT_REQUEST_TTL_SECONDS).
+             */
+            source: string;
+            /**
+             * @description What was decided: a permission's reply (`once`, `always`, `reject`); a question's `answer` or `reject`;
+             *     `expired` for an expired request.
+             */
+            optionId: string;
+            /** @description Governors that took part in the decision (none yet: policies and principals decide alone). */
+            governorsInvolved: string[];
+            /** Format: date-time */
+            timestamp: string;
+            /**
+             * @description `interrupt_type`, `permission` and `patterns` of the request, `summary` (one line per decision), and where it
+             *     came from: `via` (`policy`, `a2a.interrupt.permission.reply`, `a2a.interrupt.question.reply`,
+             *     `a2a.interrupt.question.reject`, `tasks/provideInputAndContinue` with `permissionOptionId`, `message` for a
+             *     follow-up message or the `input` of `tasks/provideInputAndContinue`, `ttl`), `answers` of a question, `rule` and
+             *     `decision` of a policy's.
+             */
+            metadata: components["schemas"]["extensions.GovernancePermissionDecision.RecordUnknown"];
+        };
+        "extensions.GovernancePermissionDecision.RecordUnknown": {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The governance policy file (A2A_GOVERNANCE_POLICIES_FILE): ordered rules for OpenCode permission requests.
+         *     Refused at load (at start: the gateway does not start; on a change: the previous rules stay) when it breaks this
+         *     schema or holds an unsafe combination: a duplicate rule `id`; an unknown `permission`; `reply` on a rule that does
+         *     not approve; `approve` with `reply: always` on `bash` or on a broad rule; a broad `approve` rule (permission `*`,
+         *     no `patterns`, or a pattern `*` / `**`) without `allow_broad: true`; `allow_broad` on a rule that is not a broad
+         *     `approve`; an unknown trust level.
+         */
+        "extensions.GovernancePolicies": {
+            rules: components["schemas"]["extensions.GovernancePolicyRule"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description One rule of the policy file. Rules are tried in order; the first that matches decides. A rule matches a
+         *     permission request when its `permission` is the request's (or `*`), its principal and trust-level conditions
+         *     (when given) hold for the task's owner, and its `patterns` match the request's `patterns`: for an `approve` rule
+         *     every request pattern must match one of the rule's patterns, for `reject` and `manual` one is enough (so
+         *     `echo a && rm -rf b` is not approved by `echo *` but is rejected by `rm *`). Patterns of `edit`, `read`, `glob`,
+         *     `grep`, `list`, `external_directory` and `lsp` are path globs: `*` and `?` stay within one path segment, `**`
+         *     spans any number of them (`docs/**` matches `docs/a/b.md`). Patterns of the other permissions (`bash` commands,
+         *     `webfetch` URLs, ...) are text: `*` is any text, `?` one character, and a trailing ` *` also matches the bare
+         *     command (`ls *` matches `ls`). A rule without `patterns` matches every request of its permission.
+         */
+        "extensions.GovernancePolicyRule": {
+            /** @description Names the rule in the trail (`source: "policy:<id>"`) and in load errors. Unique in the file. */
+            id: string;
+            /**
+             * @description OpenCode's permission type (`permission` of `permission.asked`): `bash`, `edit`, `read`, `glob`, `grep`,
+             *     `list`, `external_directory`, `webfetch`, `websearch`, `codesearch`, `task`, `todowrite`, `todoread`, `lsp`,
+             *     `skill`, `doom_loop`, or `*` for every type.
+             */
+            permission: string;
+            /** @description Command patterns (`bash`) or path globs (the other permissions); absent: every request of the permission. */
+            patterns?: string[];
+            decision: components["schemas"]["extensions.GovernanceDecision"];
+            /** @description `approve` only: the reply sent to OpenCode (default `once`). */
+            reply?: components["schemas"]["extensions.GovernanceApproval"];
+            /** @description Only tasks owned by one of these principals. */
+            principals?: string[];
+            /** @description Only tasks whose owner called at one of these trust levels (the contract's trust levels). */
+            trust_levels?: string[];
+            /**
+             * @description Explicit opt-in for an `approve` rule that approves everything it is given: permission `*`, no `patterns`, or
+             *     a pattern that is `*` or `**`. Without it such a rule is refused at load.
+             */
+            allow_broad?: boolean;
+            /** @description What the rule is for (copied into the trail's `metadata.summary`). */
+            description?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description The summary a task carries at `metadata.opencode.governance`, current on every read of the task. */
+        "extensions.GovernanceSummary": {
+            /** @description Decisions recorded for the task. */
+            decisions: number;
+            /** @description Its requests still waiting for an answer. */
+            pending: number;
+            /** @description `source` of the newest decision. */
+            last_source?: string;
+        };
+        /** @description One round of governor feedback on the task (seed 004's `governorFeedback[]`). */
+        "extensions.GovernorFeedbackEntry": {
+            /** @constant */
+            phase: "post_run";
+            /** Format: date-time */
+            timestamp: string;
+            /** @description One line per governor result. */
+            summary: string[];
+            results: components["schemas"]["extensions.GovernorResult"][];
+        };
+        /** @description What one governor said about a finished turn. */
+        "extensions.GovernorResult": {
+            governorId: string;
+            status: "ok" | "needs_attention" | "rejected";
+            messages: string[];
+            /** @description A prompt the governor asks to run next in the task's session. */
+            followUpPrompt?: string;
+        };
         /** @description The normalized, callback-safe payload of an interrupt (`permission` or `question` details). */
         "extensions.InterruptDetails": components["schemas"]["extensions.PermissionInterruptDetails"] | components["schemas"]["extensions.QuestionInterruptDetails"];
         /**

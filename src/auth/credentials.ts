@@ -6,6 +6,7 @@
 import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 import fs from "node:fs";
 import type { AccessControl } from "../contract/catalog.js";
+import { fileStamp } from "../util/file-stamp.js";
 import type { CredentialResolver, Principal, Scheme, SchemeInfo } from "./index.js";
 
 /** A credential entry as written in A2A_CREDENTIALS / A2A_CREDENTIALS_FILE. */
@@ -326,17 +327,8 @@ export class CredentialRegistry implements CredentialResolver {
     }
   }
 
-  #stamp(): string {
-    try {
-      const st = fs.statSync(this.#file!);
-      return `${st.size}:${st.mtimeMs}:${st.ino}`;
-    } catch {
-      return "missing";
-    }
-  }
-
   #loadFile(initial: boolean): void {
-    const stamp = this.#stamp();
+    const stamp = fileStamp(this.#file!);
     if (!initial && stamp === this.#fileStamp) return;
     try {
       const loaded = loadCredentials(readCredentialsFile(this.#file!), this.#file!, this.#opts.access);

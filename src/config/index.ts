@@ -267,6 +267,7 @@ export const variables = {
   pushMaxConfigsPerTask: int("A2A_PUSH_MAX_CONFIGS_PER_TASK", 10, 1, 1_000, "Push notification configs one task may have; more are refused with INVALID_PARAMS."),
   interruptTtl: seconds("A2A_INTERRUPT_REQUEST_TTL_SECONDS", 10_800, 1, 2_592_000, "How long a permission or question request stays answerable through `a2a.interrupt.*`."),
   interruptTombstoneTtl: seconds("A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS", 600, 0, 2_592_000, "After expiry, replies get INTERRUPT_REQUEST_EXPIRED for this long, then INTERRUPT_REQUEST_NOT_FOUND."),
+  governancePoliciesFile: str("A2A_GOVERNANCE_POLICIES_FILE", undefined, "Path of the governance policy file (JSON, `{\"rules\": [...]}`): ordered rules that approve or reject OpenCode permission requests before a client is asked (see Governance). Re-read when it changes (a bad version is logged and the last good rules stay); a bad file at start stops the gateway. Unset: every request is left to a client."),
   metricsEnabled: bool("A2A_METRICS_ENABLED", true, "Serve Prometheus metrics at `GET /metrics` (authenticated)."),
   sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
   sandboxFilesystemScope: oneOf("A2A_SANDBOX_FILESYSTEM_SCOPE", FS_SCOPES, "unknown", "Declared filesystem scope."),

@@ -3,19 +3,26 @@
 // and then a tombstone for A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS; `*.replied` / `question.rejected` and successful
 // answers discard it. The same registry answers the runtime's follow-up messages to an `input-required` task
 // (`InterruptHooks.answer`). It is built before the runtime (which reports to it) and reaches the runtime lazily.
+//
+// Governance (src/governance): before a permission request reaches the task, the policy rules may answer it
+// (`InterruptHooks.govern`, the same upstream reply as a2a.interrupt.permission.reply); every answer through any path,
+// and every expiry, lands in the task's trail; reads of a task carry the trail's summary (`InterruptHooks.annotate`).
 import type { Logger } from "pino";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import {
   PermissionDecisionValues,
+  type GovernanceHistory,
   type InterruptDetails,
   type InterruptRecoveryItem,
   type PermissionDecision,
 } from "../../generated/types/extensions.js";
 import type { Principal } from "../auth/index.js";
+import type { GovernancePolicySet, PolicyMatch } from "../governance/policies.js";
+import type { GovernanceTrail } from "../governance/trail.js";
 import { userText } from "../bridge/parts.js";
 import type { Config } from "../config/index.js";
 import { A2AError, invalidParams } from "../contract/errors.js";
-import type { Message, Metadata } from "../protocol/model.js";
+import type { Message, Metadata, Task } from "../protocol/model.js";
 import type { InterruptHooks, PendingInterrupt, TaskRuntime } from "../runtime/tasks.js";
 import type { Storage } from "../storage/index.js";
 import type { InterruptRecord, InterruptType } from "../storage/interrupts.js";
@@ -109,7 +116,11 @@ export interface InterruptRegistryDeps {
   upstream: UpstreamClient;
   log: Pick<Logger, "warn" | "error" | "debug">;
   tasks: () => Pick<TaskRuntime, "pendingInterrupt" | "resume">;
+  /** The trail every decision lands in, and the policy rules (absent: every request is left to a client). */
+  governance: { trail: GovernanceTrail; policies?: GovernancePolicySet };
 }
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []);
 
 export class InterruptRegistry implements InterruptHooks {
   constructor(private readonly deps: InterruptRegistryDeps) {}
@@ -118,11 +129,21 @@ export class InterruptRegistry implements InterruptHooks {
     return this.deps.storage.interrupts;
   }
 
+  get #trail(): GovernanceTrail {
+    return this.deps.governance.trail;
+  }
+
+  /** Expired requests are recorded in their trails before their bindings can be purged. */
+  #purge(): void {
+    this.#trail.sweepExpired();
+    this.#store.purgeExpired();
+  }
+
   // ---- runtime hooks --------------------------------------------------------------------------------------------
 
   asked(interrupt: PendingInterrupt): void {
     try {
-      this.#store.purgeExpired();
+      this.#purge();
       const created = this.#store.add(
         {
           requestId: interrupt.requestId,
@@ -153,13 +174,61 @@ export class InterruptRegistry implements InterruptHooks {
   }
 
   /** A follow-up message to a task waiting on `interrupt` (message/send, SendMessage, provideInputAndContinue input). */
-  async answer(_principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void> {
+  async answer(principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void> {
     const record = this.#binding(interrupt.requestId, interrupt.owner);
     if (record.type === "question") {
-      await this.#replyQuestion(record, answersFromMessage(record.details, message));
+      const answers = answersFromMessage(record.details, message);
+      await this.#replyQuestion(record, answers);
+      this.#trail.answered(record, principal, "answer", "message", { answers });
     } else {
-      await this.#replyPermission(record, permissionFromText(record.details, message));
+      const decision = permissionFromText(record.details, message);
+      await this.#replyPermission(record, decision);
+      this.#trail.answered(record, principal, decision, "message");
     }
+  }
+
+  /** A permission request the policy rules answer (approve, reject) is taken here: answered upstream, recorded. */
+  govern(interrupt: PendingInterrupt, manual: () => void): boolean {
+    const policies = this.deps.governance.policies;
+    if (policies === undefined || interrupt.type !== "permission") return false;
+    const match = policies.decide({
+      permission: typeof interrupt.details.permission === "string" ? interrupt.details.permission : "",
+      patterns: strings(interrupt.details.patterns),
+      principal: interrupt.owner,
+      ...(interrupt.trustLevel === undefined ? {} : { trustLevel: interrupt.trustLevel }),
+    });
+    if (match === undefined || match.reply === undefined) return false;
+    void this.#applyPolicy(interrupt, match, match.reply, manual);
+    return true;
+  }
+
+  annotate(task: Task): Task {
+    return this.#trail.annotate(task);
+  }
+
+  /**
+   * Sends a rule's answer (the upstream call a2a.interrupt.permission.reply makes) and records it. An answer OpenCode
+   * did not take is logged and the request goes the manual way: the task turns `input-required` for it.
+   */
+  async #applyPolicy(interrupt: PendingInterrupt, match: PolicyMatch, reply: PermissionDecision, manual: () => void): Promise<void> {
+    const { rule } = match;
+    const body = { reply, ...(reply === "reject" ? { message: `Rejected by the gateway's governance policy "${rule.id}"` } : {}) };
+    try {
+      const answered = await this.deps.upstream.call("permissionReply", (c) => sdk.permissionReply({ ...c, path: { requestID: interrupt.requestId }, body }), {
+        ...interrupt.routing,
+        validate: (d) => typeof d === "boolean",
+      });
+      if (answered !== true) throw new Error("OpenCode no longer holds the request");
+    } catch (error) {
+      this.deps.log.error(
+        { err: error instanceof Error ? error.message : String(error), requestId: interrupt.requestId, taskId: interrupt.taskId, rule: rule.id },
+        "a governance policy's answer could not be delivered; the request is left to a client",
+      );
+      manual();
+      return;
+    }
+    const summary = rule.description ?? `${rule.decision === "approve" ? `approved (${reply})` : "rejected"} by rule ${rule.id}`;
+    this.#trail.record(interrupt, `policy:${rule.id}`, reply, "policy", summary, { rule: rule.id, decision: rule.decision });
   }
 
   // ---- methods --------------------------------------------------------------------------------------------------
@@ -167,6 +236,7 @@ export class InterruptRegistry implements InterruptHooks {
   async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
     await this.#replyPermission(record, reply, message, trace);
+    this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
     this.#resumeTask(principal, record);
   }
 
@@ -179,12 +249,14 @@ export class InterruptRegistry implements InterruptHooks {
       });
     }
     await this.#replyQuestion(record, answers, trace);
+    this.#trail.answered(record, principal, "answer", "a2a.interrupt.question.reply", { answers });
     this.#resumeTask(principal, record);
   }
 
   async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
+    this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
     this.#resumeTask(principal, record);
   }
 
@@ -205,11 +277,17 @@ export class InterruptRegistry implements InterruptHooks {
     }
     const record = this.#binding(pending.requestId, pending.owner, "permission");
     await this.#replyPermission(record, decision, undefined, trace);
+    this.#trail.answered(record, principal, decision, "tasks/provideInputAndContinue");
     this.#resumeTask(principal, record);
   }
 
+  /** opencode.governance.history and its REST paths: the task's trail, for a caller that may see the task. */
+  history(principal: Principal, taskId: string): GovernanceHistory {
+    return this.#trail.history(principal, taskId);
+  }
+
   list(principal: Principal, type: InterruptType): InterruptRecoveryItem[] {
-    this.#store.purgeExpired();
+    this.#purge();
     return this.#store
       .listLive(principal.admin ? undefined : principal.id, type)
       .filter((record) => !this.#abandoned(record))

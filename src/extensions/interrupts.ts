@@ -8,12 +8,13 @@
 //   a2a.interrupt.question.reject    {request_id}                                     → {ok, request_id}
 //   tasks/provideInputAndContinue    {taskId, input | permissionOptionId}             → the task (blocking)
 //   opencode.permissions.list / opencode.questions.list                               → {items: [...]}
+//   opencode.governance.history      {task_id}                                        → the task's governance trail
 // Another principal's request is not found (an admin credential, whose trust level sees every principal, lists and
 // answers every principal's requests), and so is an answered one or one of a canceled task; a request past its
 // TTL is expired during the tombstone window, then not found; the wrong method for the request's type is a type
 // mismatch; OpenCode answering 404 (it no longer knows the request) is not found and drops the binding. Replies go upstream to the instance (directory or
 // workspace) the asking session runs in, whatever routing hints the caller sends (they are only validated).
-import type { InteractiveInterruptHandlers, InterruptRecoveryHandlers } from "../../generated/types/methods.js";
+import type { GovernanceHandlers, InteractiveInterruptHandlers, InterruptRecoveryHandlers } from "../../generated/types/methods.js";
 import type { InterruptReplyResult, PermissionDecision } from "../../generated/types/extensions.js";
 import { resolveRouting } from "../bridge/directory.js";
 import { invalidParams } from "../contract/errors.js";
@@ -84,5 +85,10 @@ export function handlers(deps: ExtensionDeps) {
       checkRouting(params);
       return { items: registry.list(call.principal, "question") };
     },
-  } satisfies InteractiveInterruptHandlers<Call> & InterruptRecoveryHandlers<Call>;
+    // The trail of every decision on the task's interrupts (a policy's, a principal's, an expiry): kept by the registry.
+    "opencode.governance.history": async (params, call) => {
+      checkRouting(params);
+      return registry.history(call.principal, params.task_id);
+    },
+  } satisfies InteractiveInterruptHandlers<Call> & InterruptRecoveryHandlers<Call> & GovernanceHandlers<Call>;
 }

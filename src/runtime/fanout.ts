@@ -6,6 +6,7 @@
 // far behind the task is ended with STREAM_BUDGET_EXCEEDED (the task goes on and can be resubscribed), the way the
 // upstream event hub ends a subscriber that falls behind, instead of buffering without end or dropping events.
 import { A2AError } from "../contract/errors.js";
+import type { Metrics } from "../observability/metrics.js";
 import type { StreamEvent } from "../protocol/model.js";
 import { BoundedQueue } from "../util/queue.js";
 
@@ -44,4 +45,27 @@ export class FanOut {
     for (const q of this.#queues) q.end();
     this.#queues.clear();
   }
+}
+
+/** A client's stream of a task's events (send-stream, subscribe). */
+export interface StreamHandle {
+  events: EventQueue;
+  /** Called when the client goes away. */
+  close(): void;
+}
+
+/** The handle of a stream that opens now: counted in the stream metrics until the client goes away. */
+export function streamHandle(events: EventQueue, metrics: Pick<Metrics, "streamRequests" | "streamActive">): StreamHandle {
+  metrics.streamRequests.inc();
+  metrics.streamActive.inc();
+  let closed = false;
+  return {
+    events,
+    close: () => {
+      if (closed) return;
+      closed = true;
+      metrics.streamActive.dec();
+      void events.return();
+    },
+  };
 }

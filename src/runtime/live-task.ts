@@ -10,6 +10,7 @@ import type { PromptPart } from "../bridge/parts.js";
 import type { InterruptSignal, StreamMapper } from "../bridge/stream-mapper.js";
 import { INTERRUPTED_STATES, isTerminal, now, type Artifact, type Message, type Task, type TaskState } from "../protocol/model.js";
 import { FanOut } from "./fanout.js";
+import { GovernedRequests } from "./governed.js";
 import type { PendingInterrupt } from "./options.js";
 
 /** A prompt sent into a turn (parts, and the turn's model and agent). */
@@ -70,6 +71,8 @@ export class LiveTask {
   turn: ActiveTurn | undefined;
   /** The interrupt of the status update that set the current state (the task keeps it at `metadata.shared.interrupt`). */
   interrupt: InterruptSignal | undefined;
+  /** Permission requests a governance policy answered (the task does not wait on them). */
+  readonly governed = new GovernedRequests();
   /** Follow-ups waiting for the turn to start upstream (they are sent into it then). */
   readonly #turnWaiters = new Set<(turn: ActiveTurn | undefined) => void>();
 
@@ -77,6 +80,8 @@ export class LiveTask {
     task: Task,
     readonly owner: string,
     readonly routing: Routing,
+    /** The trust level the owner started the task at (governance rules may match it). */
+    readonly trustLevel?: string,
   ) {
     this.#task = task;
     this.id = task.id;
@@ -150,8 +155,23 @@ export class LiveTask {
   pendingInterrupt(): PendingInterrupt | undefined {
     const interrupt = this.interrupt;
     if (this.state !== "input-required" || this.sessionId === undefined || interrupt?.phase !== "asked") return undefined;
+    return this.interruptOf(interrupt);
+  }
+
+  /** An interrupt of this task as the interrupt hooks take it. */
+  interruptOf(interrupt: InterruptSignal & { phase: "asked" }): PendingInterrupt {
     const { requestId, type, details } = interrupt;
-    return { requestId, type, details, taskId: this.id, contextId: this.contextId, sessionId: this.sessionId, owner: this.owner, routing: this.routing };
+    return {
+      requestId,
+      type,
+      details,
+      taskId: this.id,
+      contextId: this.contextId,
+      sessionId: this.sessionId ?? "",
+      owner: this.owner,
+      routing: this.routing,
+      ...(this.trustLevel === undefined ? {} : { trustLevel: this.trustLevel }),
+    };
   }
 
   /** The running upstream turn once OpenCode has started it; undefined when the task ends first. */

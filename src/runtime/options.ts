@@ -67,6 +67,8 @@ export interface PendingInterrupt {
   contextId: string;
   sessionId: string;
   owner: string;
+  /** The trust level the owner started the task at. */
+  trustLevel?: string;
   routing: Routing;
 }
 
@@ -76,6 +78,13 @@ export interface InterruptHooks {
   resolved(event: { requestId: string; type: "permission" | "question"; taskId: string }): void;
   /** Answer the pending interrupt with a follow-up message (question: its text); throws a typed A2AError. */
   answer?(principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void>;
+  /**
+   * Asked before an interrupt is applied to the task: true when a governance policy answers it itself (the task does
+   * not turn `input-required` for it); `manual` puts it back on the manual flow if that answer cannot be delivered.
+   */
+  govern?(interrupt: PendingInterrupt, manual: () => void): boolean;
+  /** The task as a reader gets it (with the governance summary); the task itself when there is nothing to add. */
+  annotate?(task: Task): Task;
 }
 
 /** How a task's turn runs when it is not a plain prompt of the default agent (a subtask's turn). */

@@ -2,10 +2,10 @@
 //
 // A task's turn runs in the background as an OpenCode `prompt_async` on its session, observed through the shared
 // EventHub and mapped to A2A events by the StreamMapper (./turn.ts). The live task (./live-task.ts) keeps a compact
-// snapshot (canonical artifacts, no token fragments) and fans its events out, in one order, to every attached
-// stream. The store receives snapshots at state changes and at the end; the first terminal state wins (in SQL)
-// (./lifecycle.ts). New tasks are admitted to a bounded number of running turns (./admission.ts) after the request
-// rules (./requests.ts); at start, tasks a previous process left running are failed (./restart.ts).
+// snapshot (canonical artifacts, no token fragments) and fans its events out, in one order, to every attached stream.
+// The store receives snapshots at state changes and at the end; the first terminal state wins (in SQL) (./lifecycle.ts).
+// New tasks are admitted to a bounded number of running turns (./admission.ts) after the request rules (./requests.ts);
+// at start, tasks a previous process left running are failed (./restart.ts).
 import { randomUUID } from "node:crypto";
 import type { Principal } from "../auth/index.js";
 import { resolveRouting } from "../bridge/directory.js";
@@ -18,7 +18,7 @@ import { StoreHealth } from "../storage/health.js";
 import { traceOfRouting, withTrace, type TraceContext } from "../tracing/index.js";
 import { upstreamAbort, type AbortUpstream } from "./abort.js";
 import { Admission, type AdmissionStatus } from "./admission.js";
-import { FanOut, type EventQueue } from "./fanout.js";
+import { FanOut, streamHandle, type StreamHandle } from "./fanout.js";
 import { mergeOpencode, TaskLifecycle } from "./lifecycle.js";
 import { LiveTask, newTask } from "./live-task.js";
 import type { PendingInterrupt, RuntimeOptions, TurnSpec } from "./options.js";
@@ -27,13 +27,8 @@ import { failOrphans } from "./restart.js";
 import { asTaskError, errorText } from "./task-error.js";
 import { TurnLoop } from "./turn.js";
 
+export type { StreamHandle } from "./fanout.js";
 export type { InterruptHooks, PendingInterrupt, RuntimeOptions, TransitionHooks, TurnArtifactOptions, TurnSpec } from "./options.js";
-
-export interface StreamHandle {
-  events: EventQueue;
-  /** Called when the client goes away. */
-  close(): void;
-}
 
 export class TaskRuntime {
   readonly #live = new Map<string, LiveTask>();
@@ -89,22 +84,7 @@ export class TaskRuntime {
   /** message/stream: starts a task and returns its event stream (the Task first). */
   async stream(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext): Promise<StreamHandle> {
     const { queue } = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: l.task }), configure, trace);
-    return this.#handle(queue);
-  }
-
-  #handle(events: EventQueue): StreamHandle {
-    this.opts.metrics.streamRequests.inc();
-    this.opts.metrics.streamActive.inc();
-    let closed = false;
-    return {
-      events,
-      close: () => {
-        if (closed) return;
-        closed = true;
-        this.opts.metrics.streamActive.dec();
-        void events.return();
-      },
-    };
+    return streamHandle(queue, this.opts.metrics);
   }
 
   /**
@@ -142,7 +122,7 @@ export class TaskRuntime {
     const task = newTask(message, contextId, modes.accepted, gate === undefined ? "working" : "submitted");
     if (spec?.opencode !== undefined) task.metadata = mergeOpencode(task.metadata, spec.opencode);
     const taskId = task.id;
-    const live = new LiveTask(task, principal.id, routing);
+    const live = new LiveTask(task, principal.id, routing, principal.trustLevel);
     live.diffAsFile = modes.diffAsFile;
     live.includeFileContents = wantsFileContents(metadata);
     this.#lifecycle.write(() =>
@@ -263,13 +243,16 @@ export class TaskRuntime {
     lookup: (id: string) => { task: Task; owner: string } | undefined = (id) => this.opts.store.get(id),
   ): { task: Task; owner: string } {
     const live = this.#live.get(taskId);
-    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
+    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: this.#annotated(live.task), owner: live.owner };
     const record = lookup(taskId);
     if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
       throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     }
-    return { task: record.task, owner: record.owner };
+    return { task: this.#annotated(record.task), owner: record.owner };
   }
+
+  /** What the interrupt hooks add to a task that is read (the governance summary, current at every read). */
+  readonly #annotated = (task: Task): Task => this.opts.interrupts?.annotate?.(task) ?? task;
 
   /** A live task's snapshot is never written to, and a stored task is a fresh copy: neither is copied. */
   get(principal: Principal, taskId: string): Task {
@@ -342,9 +325,9 @@ export class TaskRuntime {
       const replay = new FanOut();
       const queue = replay.subscribe({ kind: "task", task });
       replay.close();
-      return this.#handle(queue);
+      return streamHandle(queue, this.opts.metrics);
     }
-    return this.#handle(live.fanout.subscribe({ kind: "task", task: live.task }));
+    return streamHandle(live.fanout.subscribe({ kind: "task", task: this.#annotated(live.task) }), this.opts.metrics);
   }
 
   // ---- restart, lost turns, shutdown --------------------------------------------------------------------------

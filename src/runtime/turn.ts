@@ -1,7 +1,8 @@
 // The upstream turn of a task (the task runtime, ./tasks.ts): the session it runs on (resolved; once more on a fresh
 // session of the context when a bound one vanished upstream), its prompt, and the loop that feeds the session's events
 // from the EventHub to the StreamMapper and applies what comes out to the live task: artifacts and status updates to
-// the task and its streams, interrupts to the interrupt registry. Follow-up messages join the running turn. A dropped
+// the task and its streams, interrupts to the interrupt registry (a permission request a governance policy answers
+// never reaches the task: ./governed.ts). Follow-up messages join the running turn. A dropped
 // event stream is waited for (the reconnect grace) and caught up from snapshots; the turn has a deadline
 // (OPENCODE_TIMEOUT_STREAM). Its end goes to the lifecycle rules (./lifecycle.ts).
 import * as sdk from "../../generated/opencode/sdk.gen.js";
@@ -300,20 +301,17 @@ export class TurnLoop {
       live.fanout.publish(out.event);
       return;
     }
-    const { event, interrupt } = out;
+    // Counted once: a request given back by governance comes here a second time.
+    if (out.interrupt?.phase === "asked" && live.governed.mayGovern(out.interrupt.requestId)) {
+      opts.metrics.interruptRequests.inc({ type: out.interrupt.type });
+      if (this.#governs(live, out)) return;
+    }
+    const adjusted = live.governed.adjust(out);
+    if (adjusted === undefined) return;
+    const { event, interrupt } = adjusted;
     const changed = event.status.state !== live.state;
     if (interrupt?.phase === "asked") {
-      opts.metrics.interruptRequests.inc({ type: interrupt.type });
-      opts.interrupts?.asked({
-        requestId: interrupt.requestId,
-        type: interrupt.type,
-        details: interrupt.details,
-        taskId: live.id,
-        contextId: live.contextId,
-        sessionId: live.sessionId ?? "",
-        owner: live.owner,
-        routing: live.routing,
-      });
+      opts.interrupts?.asked(live.interruptOf(interrupt));
     } else if (interrupt?.phase === "resolved") {
       opts.metrics.interruptResolved.inc({ type: interrupt.type });
       opts.interrupts?.resolved({ requestId: interrupt.requestId, type: interrupt.type, taskId: live.id });
@@ -329,6 +327,22 @@ export class TurnLoop {
     }
     live.fanout.publish(event);
     live.wake();
+  }
+
+  /**
+   * A permission request a governance policy answers itself: decided before its status update reaches the task, so
+   * the task never turns `input-required` for it. Given back (applied as asked) when the answer cannot be delivered.
+   */
+  #governs(live: LiveTask, out: StatusOutput): boolean {
+    const govern = this.deps.opts.interrupts?.govern;
+    const interrupt = out.interrupt;
+    if (govern === undefined || interrupt?.phase !== "asked" || !live.governed.mayGovern(interrupt.requestId)) return false;
+    const taken = govern.call(this.deps.opts.interrupts, live.interruptOf(interrupt), () => {
+      live.governed.giveBack(interrupt.requestId);
+      this.#apply(live, out);
+    });
+    if (taken) live.governed.hold(interrupt.requestId);
+    return taken;
   }
 
   async #complete(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<boolean> {

@@ -21,6 +21,7 @@ import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../observability/metrics.js";
 import { TaskRuntime } from "../runtime/tasks.js";
 import { extensionHandlers } from "../extensions/index.js";
+import { GovernanceTrail, openGovernancePolicies, type GovernancePolicySet } from "../governance/index.js";
 import { InterruptRegistry } from "../extensions/interrupt-registry.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import { StoreHealth } from "../storage/health.js";
@@ -48,6 +49,9 @@ export interface Gateway extends HttpSide {
    */
   close(): Promise<void>;
 }
+
+/** How often requests past their TTL are looked for (and recorded as expired in their task's trail). */
+const EXPIRY_SWEEP_MS = 30_000;
 
 /** What the cards and the contract declare for this deployment. Push delivery needs an upstream (tasks to push). */
 export function deploymentFacts(config: Config, hasUpstream: boolean): DeploymentFacts {
@@ -108,6 +112,8 @@ export interface GatewayDeps {
   credentials?: CredentialResolver;
   /** The push service's clock (epoch ms: quiet hours, retries); default Date.now. Tests move it across quiet windows. */
   pushClock?: () => number;
+  /** The governance policies; default: loaded from A2A_GOVERNANCE_POLICIES_FILE when it is set. */
+  policies?: GovernancePolicySet;
 }
 
 export async function createGateway(config: Config, log: Logger, deps: GatewayDeps = {}): Promise<Gateway> {
@@ -120,6 +126,11 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   // Push notifications need the task runtime (which needs an upstream).
   const facts = deploymentFacts(config, deps.upstream !== undefined);
   const auth = deps.credentials ?? credentialRegistry(config, catalog, log);
+  // A bad policy file stops the start here (ConfigError), before anything is opened.
+  const governanceLog = log.child({ component: "governance" });
+  const policies =
+    deps.policies ?? (config.governancePoliciesFile === undefined ? undefined : await openGovernancePolicies(config.governancePoliciesFile, catalog, governanceLog));
+  let expirySweep: NodeJS.Timeout | undefined;
   const limits = new AccessLimits({
     maxRequests: config.rateLimitMaxRequests,
     windowMs: config.rateLimitWindow * 1000,
@@ -178,7 +189,18 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     // reach the runtime through a closure, called only after construction.
     const tasks = (): TaskRuntime => runtime!;
     const store = storage;
-    interrupts = new InterruptRegistry({ config, storage: store, upstream: upstream.client, log: log.child({ component: "extensions" }), tasks });
+    const trail = new GovernanceTrail({ storage: store, log: governanceLog });
+    const governance = { trail, ...(policies === undefined ? {} : { policies }) };
+    interrupts = new InterruptRegistry({ config, storage: store, upstream: upstream.client, log: log.child({ component: "extensions" }), tasks, governance });
+    // Requests nobody answered land in their task's trail as `expired` soon after their TTL, read or not.
+    expirySweep = setInterval(() => {
+      try {
+        trail.sweepExpired();
+      } catch (error) {
+        governanceLog.error({ err: error instanceof Error ? error.message : String(error) }, "governance expiry sweep failed");
+      }
+    }, EXPIRY_SWEEP_MS);
+    expirySweep.unref();
     if (facts.pushNotifications) {
       push = new PushService({
         configs: store.pushConfigs,
@@ -277,7 +299,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     retentionDays: config.auditRetentionDays,
     maxEntries: config.auditMaxEntries,
   });
-  const { app, handler, router } = httpSide({ config, log, catalog, facts, registry, discovery, recorder, metrics, auth, limits, guard });
+  const registryOf = interrupts;
+  const governanceHistory = registryOf === undefined ? undefined : registryOf.history.bind(registryOf);
+  const { app, handler, router } = httpSide({ config, log, catalog, facts, registry, discovery, recorder, metrics, auth, limits, guard, governanceHistory });
   return {
     app,
     handler,
@@ -291,6 +315,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     metrics,
     push,
     async close() {
+      if (expirySweep !== undefined) clearInterval(expirySweep);
       runtime?.shutdown();
       await push?.stop();
       recorder.close();

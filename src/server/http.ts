@@ -1,5 +1,5 @@
-// The gateway's HTTP side: the router (every catalog route, each mounted once: discovery, docs, audit, metrics,
-// JSON-RPC on `POST /`, REST), the Koa app (its door → compression → the routes → 404/405), and the node:http
+// The gateway's HTTP side: the router (every catalog route, each mounted once: discovery, docs, audit, governance,
+// metrics, JSON-RPC on `POST /`, REST), the Koa app (its door → compression → the routes → 404/405), and the node:http
 // handler that sends `POST /` to the lean JSON-RPC edge instead. Both doors run the one pipeline
 // (src/pipeline/steps.ts) and record their requests the same way (src/pipeline/request.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -25,6 +25,7 @@ import { createJsonRpcEndpoint, koaExchange } from "../transport/jsonrpc/index.j
 import { registerRestRoutes } from "../transport/rest/index.js";
 import type { StreamBudget } from "../transport/sse.js";
 import { registerAuditRoutes } from "./audit-routes.js";
+import { registerGovernanceRoutes, type GovernanceHistorySource } from "./governance-routes.js";
 import type { Discovery } from "./discovery.js";
 import { registerDocs } from "./docs/index.js";
 import { jsonRpcEdge } from "./jsonrpc-edge.js";
@@ -42,6 +43,8 @@ export interface HttpDeps {
   auth: CredentialResolver;
   limits: AccessLimits;
   guard: AddressGuard;
+  /** The governance trail of a task (absent without an upstream). */
+  governanceHistory?: GovernanceHistorySource;
 }
 
 export interface HttpSide {
@@ -72,6 +75,7 @@ export function httpSide(deps: HttpDeps): HttpSide {
   discovery.register(router);
   registerDocs(router, { lines: catalog.protocol_lines, openrpc: (line) => discovery.openrpcDocument(line), publicUrl: config.publicUrl });
   registerAuditRoutes(router, { recorder: deps.recorder });
+  registerGovernanceRoutes(router, deps.governanceHistory, extensions);
   router.get("/metrics", async (ctx) => {
     if (!config.metricsEnabled) throw new A2AError("ROUTE_NOT_FOUND", "Metrics are disabled (A2A_METRICS_ENABLED=false)", { path: ctx.path, method: ctx.method });
     ctx.type = metrics.registry.contentType;

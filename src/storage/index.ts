@@ -1,9 +1,10 @@
 // The persistence entry point: openStorage() gives the task store, session store, push config store, interrupt
-// registry store, audit log and subtask calls of one backend — "sqlite" (A2A_TASK_STORE_BACKEND=database, the
-// default; a hardened local SQLite file or :memory:) or "memory" (process-local maps) — plus close(), which
-// checkpoints and closes the SQLite file.
+// registry store, audit log, subtask calls and governance trail of one backend — "sqlite"
+// (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite file or :memory:) or "memory" (process-local
+// maps) — plus close(), which checkpoints and closes the SQLite file.
 import { MemoryAuditStore, SqliteAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
+import { MemoryGovernanceStore, SqliteGovernanceStore, type GovernanceStore } from "./governance.js";
 import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
@@ -49,6 +50,8 @@ export interface Storage {
   audit: AuditStore;
   /** Calls of opencode.subtasks.run and their items. */
   subtaskCalls: SubtaskCallStore;
+  /** The governance trail: decisions on interrupt requests and governor feedback, per task. */
+  governance: GovernanceStore;
   /** The SQLite database (sqlite backend only): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
   close(): void;
@@ -77,6 +80,7 @@ export function openStorage(options: StorageOptions): Storage {
       interrupts: new MemoryInterruptStore(now),
       audit: new MemoryAuditStore(),
       subtaskCalls: new MemorySubtaskCallStore(),
+      governance: new MemoryGovernanceStore(),
       close: () => {},
     };
   }
@@ -94,6 +98,7 @@ export function openStorage(options: StorageOptions): Storage {
       interrupts: new SqliteInterruptStore(db, now),
       audit: new SqliteAuditStore(db),
       subtaskCalls: new SqliteSubtaskCallStore(db),
+      governance: new SqliteGovernanceStore(db),
       database: db,
       close: () => db.close(),
     };
@@ -111,4 +116,5 @@ export * from "./push-configs.js";
 export * from "./interrupts.js";
 export * from "./audit.js";
 export * from "./subtask-calls.js";
+export * from "./governance.js";
 export * from "../config/store-url.js";

@@ -57,6 +57,10 @@ export interface InterruptStore {
   remove(requestId: string): boolean;
   /** `owner`'s live (unexpired) bindings (every owner's when undefined), optionally of one type, oldest first. */
   listLive(owner: string | undefined, type?: InterruptType): InterruptRecord[];
+  /** Every stored binding of the task (live and tombstones), oldest first: its pending requests, its expiries. */
+  listForTask(taskId: string): InterruptRecord[];
+  /** Every binding past its TTL that is still stored (a tombstone), oldest first: what the governance trail records as expired. */
+  listExpired(): InterruptRecord[];
   /** Delete bindings past their tombstone window. Returns how many. */
   purgeExpired(): number;
 }
@@ -107,6 +111,22 @@ export class MemoryInterruptStore implements InterruptStore {
     const now = this.now();
     return [...this.byId.values()]
       .filter((r) => (owner === undefined || r.owner === owner) && r.expiresAt > now && (type === undefined || r.type === type))
+      .sort((a, b) => a.createdAt - b.createdAt || (a.requestId < b.requestId ? -1 : 1))
+      .map((r) => structuredClone(r));
+  }
+
+  listForTask(taskId: string): InterruptRecord[] {
+    return this.#sorted((r) => r.taskId === taskId);
+  }
+
+  listExpired(): InterruptRecord[] {
+    const now = this.now();
+    return this.#sorted((r) => r.expiresAt <= now);
+  }
+
+  #sorted(keep: (r: InterruptRecord) => boolean): InterruptRecord[] {
+    return [...this.byId.values()]
+      .filter(keep)
       .sort((a, b) => a.createdAt - b.createdAt || (a.requestId < b.requestId ? -1 : 1))
       .map((r) => structuredClone(r));
   }
@@ -251,6 +271,18 @@ export class SqliteInterruptStore implements InterruptStore {
         .all(owner ?? null, owner ?? null, type ?? null, type ?? null, now) as Row[];
       return rows.map(fromRow);
     });
+  }
+
+  listForTask(taskId: string): InterruptRecord[] {
+    return this.store.guard("interrupts.listForTask", () =>
+      (this.store.statement(`SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE task_id = ? ORDER BY created_at, request_id`).all(taskId) as Row[]).map(fromRow),
+    );
+  }
+
+  listExpired(): InterruptRecord[] {
+    return this.store.guard("interrupts.listExpired", () =>
+      (this.store.statement(`SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE expires_at <= ? ORDER BY created_at, request_id`).all(this.now()) as Row[]).map(fromRow),
+    );
   }
 
   purgeExpired(): number {

@@ -195,6 +195,24 @@ function v8(db: Database.Database): void {
     if (!exists) db.exec(`ALTER TABLE a2a_push_outbox ADD COLUMN ${column} ${type}`);
   }
 }
+// The governance trail (src/storage/governance.ts): per task, decisions on its interrupt requests (one per request:
+// the partial unique index) and governor feedback, read in insertion order per task; interrupt bindings by expiry
+// (the expiry sweep records the ones nobody answered).
+const V9 = `
+CREATE TABLE IF NOT EXISTS a2a_governance_trail (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id    TEXT NOT NULL,
+  owner      TEXT NOT NULL,
+  kind       TEXT NOT NULL CHECK (kind IN ('decision', 'feedback')),
+  request_id TEXT,
+  source     TEXT,
+  entry_json TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_governance_trail_task ON a2a_governance_trail (task_id, kind, id);
+CREATE UNIQUE INDEX IF NOT EXISTS a2a_governance_trail_request ON a2a_governance_trail (request_id) WHERE kind = 'decision';
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
+`;
 
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
@@ -205,6 +223,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, description: "trace ids: audit log trace_id, push outbox traceparent/tracestate", up: v6 },
   { version: 7, description: "subtask calls (opencode.subtasks.run)", up: (db) => db.exec(V7) },
   { version: 8, description: "push quiet hours: outbox held_until, coalesce_key", up: v8 },
+  { version: 9, description: "governance trail (permission decisions, governor feedback)", up: (db) => db.exec(V9) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

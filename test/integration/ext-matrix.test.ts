@@ -111,6 +111,8 @@ const ownerGuarded = (m: MethodEntry) => m.errors.includes("SESSION_FORBIDDEN");
 const requestScoped = (m: MethodEntry) => requiredOf(m).includes("request_id");
 const taskScoped = (m: MethodEntry) => requiredOf(m).includes("taskId");
 const callScoped = (m: MethodEntry) => requiredOf(m).includes("call_id");
+/** Methods that read a task's records (opencode.governance.history): any task of the caller, live or not. */
+const trailScoped = (m: MethodEntry) => requiredOf(m).includes("task_id");
 /** Methods that start subtasks: one subtask's fields at the top level (or `items`). */
 const subtaskRun = (m: MethodEntry) => hasParam(m, "items") && hasParam(m, "agent");
 /** The interrupt kind a request-scoped or recovery method is about (its name says it). */
@@ -199,6 +201,8 @@ interface Fixture {
   task?: string;
   /** A subtask call (opencode.subtasks.run) of the caller. */
   call?: string;
+  /** A task of the caller whose records are read (`task_id`). */
+  trail?: string;
 }
 /** The stub's first command and primary agent (what OpenCode would accept). */
 let stubCommand = "init";
@@ -216,6 +220,7 @@ function realize(m: MethodEntry, fx: Fixture): Obj {
   if ("answers" in p) p.answers = [["blue"]]; // one answer per question of the fixture's question
   if ("taskId" in p) p.taskId = fx.task;
   if ("call_id" in p) p.call_id = fx.call;
+  if ("task_id" in p) p.task_id = fx.trail;
   if (subtaskRun(m)) Object.assign(p, { agent: stubAgent, prompt: "matrix subtask", description: "matrix" });
   // exactly one of input / permissionOptionId is required by the handler; the schema cannot say so
   if (hasParam(m, "permissionOptionId") && p.input === undefined && p.permissionOptionId === undefined) p.permissionOptionId = "once";
@@ -530,7 +535,10 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
       // details as the runtime publishes them (valid samples of the contract's details schemas)
       requests: { permission: add("permission", sample("extensions/PermissionInterruptDetails")), question: add("question", sample("extensions/QuestionInterruptDetails")) },
       task: randomUUID(),
+      trail: randomUUID(),
     };
+    // a finished task of the admin, whose records are read without OpenCode
+    down.storage.tasks.create({ id: fx.trail!, contextId: randomUUID(), status: { state: "completed", timestamp: new Date().toISOString() } }, ADMIN_ID);
     // a subtask call on the down gateway: kept, its item failed (OpenCode's agent list could not be read)
     const run = EXT.find(subtaskRun);
     if (run !== undefined) {
@@ -728,6 +736,20 @@ describe("4. unknown ids → *_NOT_FOUND; another principal's session → SESSIO
     mark(m, "foreign");
   });
 
+  it.each(EXT.filter(trailScoped).map((m) => [m.name, m] as const))("%s: unknown or another principal's task → TASK_NOT_FOUND", async (_name, m) => {
+    for (const line of LINES) {
+      const unknown = randomUUID();
+      const o = await invoke(main.url, line, m, realize(m, { trail: unknown }));
+      expectError(o, "TASK_NOT_FOUND", `${m.name} unknown task (${line})`);
+      expect(datum(o, "task_id")).toBe(unknown);
+    }
+    mark(m, "not-found");
+    const { task } = await interrupted(main, "permission");
+    const o = await callAs(main.gw.gateway, OTHER, m, realize(m, { trail: task }));
+    expectError(o, "TASK_NOT_FOUND", `${m.name} as ${OTHER.id}`);
+    mark(m, "foreign");
+  });
+
   it.each(EXT.filter(taskScoped).map((m) => [m.name, m] as const))("%s: unknown or another principal's task → TASK_NOT_FOUND", async (_name, m) => {
     for (const line of LINES) {
       const o = await invoke(main.url, line, m, realize(m, { task: randomUUID() }));
@@ -758,6 +780,10 @@ describe("6. valid params → a result valid against result_schema", () => {
         fx.task = pending.task;
       }
       if (callScoped(m)) fx.call = await subtaskCall(main);
+      if (trailScoped(m)) {
+        pending = await interrupted(main, "permission");
+        fx.trail = pending.task;
+      }
       const o = await invokeServed(main, line, m, realize(m, fx));
       expect(o.ok, `${m.name} (${line}): ${describeOutcome(o)}`).toBe(true);
       const result = (o as { result: any }).result;
@@ -769,6 +795,7 @@ describe("6. valid params → a result valid against result_schema", () => {
       if (/\.(permissions|questions)\.list$/.test(m.name)) expect(result.items.map((i: Obj) => i.request_id)).toContain(pending!.request);
       if (taskScoped(m)) expect(result.id).toBe(pending!.task);
       if (callScoped(m)) expect(result.call_id).toBe(fx.call);
+      if (trailScoped(m)) expect(result.pendingPermissions.map((p: Obj) => p.requestId)).toEqual([pending!.request]);
       if (subtaskRun(m)) expect(result.items.map((i: Obj) => i.status), JSON.stringify(result)).toEqual(["accepted"]);
     }
     mark(m, "success");
@@ -781,7 +808,7 @@ describe("coverage", () => {
   it("every extension method went through every path that applies to it", () => {
     for (const m of EXT) {
       const want: PathName[] = ["bad-params", "toggle", "upstream-down", "success"];
-      if (sessionScoped(m) || requestScoped(m) || taskScoped(m) || callScoped(m)) want.push("not-found", "foreign");
+      if (sessionScoped(m) || requestScoped(m) || taskScoped(m) || callScoped(m) || trailScoped(m)) want.push("not-found", "foreign");
       expect([...covered.get(m.name)!].sort(), m.name).toEqual(want.sort());
     }
     // the stub lacks these upstream routes; their success calls used canned OpenCode bodies
