@@ -39,7 +39,7 @@ export type GovernancePermissionDecision = Schemas["extensions.GovernancePermiss
 export type GovernancePolicies = Schemas["extensions.GovernancePolicies"];
 
 /** Bounds and defaults of the numeric fields of GovernancePolicies. */
-export const GovernancePoliciesBounds = { rules: { maxItems: 1000 } } as const;
+export const GovernancePoliciesBounds = { rules: { maxItems: 1000 }, governors: { maxItems: 20 } } as const;
 
 export type GovernancePolicyRule = Schemas["extensions.GovernancePolicyRule"];
 
@@ -48,9 +48,34 @@ export const GovernancePolicyRuleBounds = { patterns: { minItems: 1, maxItems: 1
 
 export type GovernanceSummary = Schemas["extensions.GovernanceSummary"];
 
+export type GovernorAnswer = Schemas["extensions.GovernorAnswer"];
+
+/** Bounds and defaults of the numeric fields of GovernorAnswer. */
+export const GovernorAnswerBounds = { messages: { maxItems: 100 } } as const;
+
+export type GovernorConfig = Schemas["extensions.GovernorConfig"];
+
+/** Bounds and defaults of the numeric fields of GovernorConfig. */
+export const GovernorConfigBounds = { command: { minItems: 1, maxItems: 100 }, timeout_seconds: { minimum: 1, maximum: 3600 }, principals: { minItems: 1 }, trust_levels: { minItems: 1 } } as const;
+
 export type GovernorFeedbackEntry = Schemas["extensions.GovernorFeedbackEntry"];
 
+export type GovernorFollowUp = Schemas["extensions.GovernorFollowUp"];
+
+/** Bounds and defaults of the numeric fields of GovernorFollowUp. */
+export const GovernorFollowUpBounds = { max_rounds: { minimum: 1, maximum: 10 }, on: { minItems: 1 } } as const;
+
+export type GovernorKind = Schemas["extensions.GovernorKind"];
+
+/** The values of GovernorKind. */
+export const GovernorKindValues = ["agent", "command"] as const satisfies readonly GovernorKind[];
+
 export type GovernorResult = Schemas["extensions.GovernorResult"];
+
+export type GovernorTrigger = Schemas["extensions.GovernorTrigger"];
+
+/** The values of GovernorTrigger. */
+export const GovernorTriggerValues = ["changes", "always"] as const satisfies readonly GovernorTrigger[];
 
 export type InterruptDetails = Schemas["extensions.InterruptDetails"];
 

@@ -2168,10 +2168,17 @@ export interface components {
          *     schema or holds an unsafe combination: a duplicate rule `id`; an unknown `permission`; `reply` on a rule that does
          *     not approve; `approve` with `reply: always` on `bash` or on a broad rule; a broad `approve` rule (permission `*`,
          *     no `patterns`, or a pattern `*` / `**`) without `allow_broad: true`; `allow_broad` on a rule that is not a broad
-         *     `approve`; an unknown trust level.
+         *     `approve`; an unknown trust level. Governors: a duplicate `id`; an `agent` governor without `prompt` or with
+         *     `command` / `env`; a `command` governor without `command` or with `prompt` / `agent` / `model`; a command whose
+         *     executable is not an absolute path to an executable file nor a name found on PATH; `follow_up` without governors.
          */
         "extensions.GovernancePolicies": {
-            rules: components["schemas"]["extensions.GovernancePolicyRule"][];
+            /** @description Permission rules, tried in order (none: every request is left to a client). */
+            rules?: components["schemas"]["extensions.GovernancePolicyRule"][];
+            /** @description Post-run governors: reviewers of each completed turn, run in parallel, in this order in the trail. */
+            governors?: components["schemas"]["extensions.GovernorConfig"][];
+            /** @description What happens with a governor's `followUpPrompt` (default: it is only recorded). */
+            follow_up?: components["schemas"]["extensions.GovernorFollowUp"];
         } & {
             [key: string]: unknown;
         };
@@ -2214,7 +2221,10 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description The summary a task carries at `metadata.opencode.governance`, current on every read of the task. */
+        /**
+         * @description The summary a task carries at `metadata.opencode.governance`, current on every read of the task (absent while
+         *     there are no decisions, pending requests or reviews).
+         */
         "extensions.GovernanceSummary": {
             /** @description Decisions recorded for the task. */
             decisions: number;
@@ -2222,6 +2232,55 @@ export interface components {
             pending: number;
             /** @description `source` of the newest decision. */
             last_source?: string;
+            /** @description Governor feedback rounds recorded for the task. */
+            reviews?: number;
+            /** @description The most severe status of the newest round (`rejected` over `needs_attention` over `ok`). */
+            last_review?: "ok" | "needs_attention" | "rejected";
+        };
+        /**
+         * @description What a governor answers: an agent through OpenCode's structured output (this is the schema given to OpenCode),
+         *     a command as the one JSON object it prints. Anything else counts as `needs_attention` (details.error says why).
+         */
+        "extensions.GovernorAnswer": {
+            status: "ok" | "needs_attention" | "rejected";
+            /** @description What the governor found, one point per entry. */
+            messages: string[];
+            /** @description A prompt to run next in the task's session (sent when follow-ups are on). */
+            followUpPrompt?: string;
+        };
+        /**
+         * @description One post-run governor. It runs when a task's turn completes (before the task is marked `completed`: the task stays
+         *     `working` while it reviews), for the tasks its conditions select. Its answer is a GovernorResult; a governor that
+         *     fails, times out or answers out of shape gives `needs_attention` with the reason in `messages` and `details.error`.
+         */
+        "extensions.GovernorConfig": {
+            /** @description Names the governor in the trail (`governorId`). Unique in the file. */
+            id: string;
+            kind: components["schemas"]["extensions.GovernorKind"];
+            /** @description `agent` (required there): the reviewer's instructions, sent before the task's final text and diff. */
+            prompt?: string;
+            /** @description `agent`: the OpenCode agent that reviews (OpenCode's default agent when absent). */
+            agent?: string;
+            /** @description `agent`: the model, `provider/model` (OpenCode's default when absent). */
+            model?: string;
+            /** @description `command` (required there): the executable (absolute, or a name on PATH) and its arguments. */
+            command?: string[];
+            /** @description `command`: extra environment variables of the program. */
+            env?: components["schemas"]["extensions.GovernorConfig.RecordString"];
+            /** @description The longest the review may take (default 300 s for an agent, 120 s for a command). */
+            timeout_seconds?: number;
+            /** @description Default `changes`. */
+            run_on?: components["schemas"]["extensions.GovernorTrigger"];
+            /** @description Only tasks owned by one of these principals. */
+            principals?: string[];
+            /** @description Only tasks whose owner called at one of these trust levels. */
+            trust_levels?: string[];
+            description?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        "extensions.GovernorConfig.RecordString": {
+            [key: string]: string;
         };
         /** @description One round of governor feedback on the task (seed 004's `governorFeedback[]`). */
         "extensions.GovernorFeedbackEntry": {
@@ -2229,10 +2288,35 @@ export interface components {
             phase: "post_run";
             /** Format: date-time */
             timestamp: string;
-            /** @description One line per governor result. */
+            /** @description One line per governor result (`[id] Ok: …`, `[id] Needs attention: …`, `[id] Rejected: …`). */
             summary: string[];
             results: components["schemas"]["extensions.GovernorResult"][];
+            /** @description 1 for the review of the turn's own work, then one more per follow-up. */
+            round: number;
+            /** @description Whether this round's follow-up prompt was sent into the task's session (GovernorFollowUp). */
+            followUpSent: boolean;
         };
+        /**
+         * @description Sending governors' `followUpPrompt` back into the task's session. After a review whose results include a
+         *     `followUpPrompt` with a status listed in `on`, the prompt (each governor's, in order, prefixed with `[id]` when
+         *     there are several) runs as a new OpenCode turn in the task's session, within the same task (it stays `working`;
+         *     the prompt joins its history as a `user` message with `metadata.opencode.governance.follow_up`), and the
+         *     governors review again when it completes. At most `max_rounds` follow-ups per turn of the task.
+         */
+        "extensions.GovernorFollowUp": {
+            enabled: boolean;
+            /** @description Default 1. */
+            max_rounds?: number;
+            /** @description The result statuses whose `followUpPrompt` is sent (default both). */
+            on?: ("needs_attention" | "rejected")[];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description How a governor reviews: an OpenCode agent in a child session, or a local command.
+         * @enum {string}
+         */
+        "extensions.GovernorKind": "agent" | "command";
         /** @description What one governor said about a finished turn. */
         "extensions.GovernorResult": {
             governorId: string;
@@ -2240,7 +2324,20 @@ export interface components {
             messages: string[];
             /** @description A prompt the governor asks to run next in the task's session. */
             followUpPrompt?: string;
+            /**
+             * @description How the review ran: `kind`, `duration_ms`; an agent's `session_id`; a command's `exit_code`; `error` when the
+             *     governor failed, timed out or answered out of shape.
+             */
+            details?: components["schemas"]["extensions.GovernorResult.RecordUnknown"];
         };
+        "extensions.GovernorResult.RecordUnknown": {
+            [key: string]: unknown;
+        };
+        /**
+         * @description When a governor runs.
+         * @enum {string}
+         */
+        "extensions.GovernorTrigger": "changes" | "always";
         /** @description The normalized, callback-safe payload of an interrupt (`permission` or `question` details). */
         "extensions.InterruptDetails": components["schemas"]["extensions.PermissionInterruptDetails"] | components["schemas"]["extensions.QuestionInterruptDetails"];
         /**

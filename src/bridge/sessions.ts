@@ -86,7 +86,7 @@ export class SessionResolver {
    * A new session of the caller from `body` (e.g. a subagent's child session: `parentID`, `agent`, `permission`). It
    * is the caller's at once and bound to no context.
    */
-  async createOwned(principal: Principal, body: SessionCreateBody, routing: Routing): Promise<string> {
+  async createOwned(principal: Pick<Principal, "id">, body: SessionCreateBody, routing: Routing): Promise<string> {
     const session = await this.upstream.createSession(body, routing);
     this.records.setOwner(session.id, principal.id);
     return session.id;

@@ -21,12 +21,12 @@
 //     reasoning); since every change is streamed, it differs from what was streamed only for the empty-output
 //     placeholder, which then comes as one replace-on-finish chunk (`append: false, lastChunk: true`).
 import type { Event as OpencodeEvent, Message as OcMessage, Part as OcPart } from "../../generated/opencode/types.gen.js";
-import { now as isoNow, type Artifact, type ArtifactUpdateEvent, type Metadata, type Part, type TaskState } from "../protocol/model.js";
+import { now as isoNow, type Artifact, type ArtifactUpdateEvent, type Message, type Metadata, type Part, type TaskState } from "../protocol/model.js";
 import { classifyAssistantError, type AssistantError, type UpstreamError } from "../upstream/errors.js";
 import { sessionIdOf } from "../upstream/frames.js";
 import { TextLanes } from "./text-lanes.js";
 import { DEFAULT_FILE_MAX_BYTES, ToolBlocks } from "./tool-blocks.js";
-import { TurnWire, type BlockType, type InterruptType, type MapperOutput, type TerminalOutput } from "./turn-events.js";
+import { TurnWire, type BlockType, type InterruptType, type MapperOutput, type StatusOutput, type TerminalOutput } from "./turn-events.js";
 import { TurnScope } from "./turn-scope.js";
 import { TurnStatus } from "./turn-status.js";
 import { TurnUsage, type Usage } from "./usage.js";
@@ -120,6 +120,31 @@ export class StreamMapper {
    */
   get answerFinished(): boolean {
     return this.#error !== undefined || this.#scope.allFinished;
+  }
+
+  /** The turn's text so far (its text lanes; never reasoning). */
+  get text(): string {
+    return this.#lanes.text;
+  }
+
+  /**
+   * After a completed terminal, before finish(): the turn goes on (the runtime sends one more prompt into it, e.g. a
+   * governor's follow-up). False when the turn did not complete or was finished.
+   */
+  reopen(): boolean {
+    if (this.#result !== undefined || this.#terminal?.state !== "completed") return false;
+    this.#terminal = undefined;
+    return true;
+  }
+
+  /**
+   * A non-final `working` status update the runtime adds to the turn (e.g. a governors' review), in this turn's
+   * sequence, with `opencode` metadata next to `shared`.
+   */
+  statusEvent(opencode: Metadata, message: Message | undefined, source: string): StatusOutput {
+    const out = this.#wire.status("working", {}, source, undefined, message);
+    out.event.metadata = { opencode, ...out.event.metadata };
+    return out;
   }
 
   /** Tokens the turn used so far (undefined when none were reported). */

@@ -4,7 +4,8 @@
 // (src/auth/credentials.ts: its size, mtime and inode are compared at most once a second, when a request is decided).
 // At start a bad file stops the gateway (ConfigError); a later bad version is logged and the last good rules stay.
 import fs from "node:fs";
-import type { GovernancePolicyRule } from "../../generated/types/extensions.js";
+import path from "node:path";
+import type { GovernancePolicies, GovernancePolicyRule, GovernorConfig, GovernorFollowUp } from "../../generated/types/extensions.js";
 import { ConfigError } from "../config/index.js";
 import { explain, preloadValidators, validate } from "../contract/validate.js";
 import { fileStamp } from "../util/file-stamp.js";
@@ -150,8 +151,61 @@ function matches(compiled: CompiledRule, request: PolicyRequest): boolean {
   return rule.decision === "approve" ? request.patterns.every(hit) : request.patterns.some(hit);
 }
 
+/** Where an executable named by a command governor is: an absolute path to an executable file, or a name on PATH. */
+export function findExecutable(name: string, searchPath: string = process.env.PATH ?? ""): string | undefined {
+  const executable = (file: string): boolean => {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (path.isAbsolute(name)) return executable(name) ? name : undefined;
+  if (name.includes("/") || name === "") return undefined;
+  for (const dir of searchPath.split(path.delimiter)) {
+    if (dir === "") continue;
+    const file = path.join(dir, name);
+    if (executable(file)) return file;
+  }
+  return undefined;
+}
+
+/** The unsafe or incomplete combinations of the governors (empty when there are none); each names its governor. */
+export function governorProblems(governors: GovernorConfig[], followUp: GovernorFollowUp | undefined, trustLevels: ReadonlySet<string>): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  governors.forEach((g, index) => {
+    const name = `governor "${g.id}" (governors[${index}])`;
+    if (seen.has(g.id)) problems.push(`${name}: the id is used by an earlier governor`);
+    seen.add(g.id);
+    if (g.kind === "agent") {
+      if (g.prompt === undefined) problems.push(`${name}: an agent governor needs a prompt (the reviewer's instructions)`);
+      for (const field of ["command", "env"] as const) if (g[field] !== undefined) problems.push(`${name}: ${field} is only for command governors`);
+    } else {
+      if (g.command === undefined) problems.push(`${name}: a command governor needs command (the executable and its arguments)`);
+      else if (findExecutable(g.command[0]!) === undefined) {
+        problems.push(`${name}: command "${g.command[0]}" is neither an absolute path to an executable file nor a name found on PATH`);
+      }
+      for (const field of ["prompt", "agent", "model"] as const) if (g[field] !== undefined) problems.push(`${name}: ${field} is only for agent governors`);
+    }
+    for (const level of g.trust_levels ?? []) {
+      if (!trustLevels.has(level)) problems.push(`${name}: unknown trust level "${level}" (one of ${[...trustLevels].join(", ")})`);
+    }
+  });
+  if (followUp !== undefined && governors.length === 0) problems.push("follow_up: there are no governors to send follow-ups for");
+  return problems;
+}
+
+/** A policy file's content: its rules, governors and follow-up setting. */
+export interface ParsedPolicies {
+  rules: GovernancePolicyRule[];
+  governors: GovernorConfig[];
+  followUp?: GovernorFollowUp;
+}
+
 /** Parses and checks a policy file's content; throws ConfigError naming the file and every problem. */
-export function parsePolicies(text: string, source: string, trustLevels: ReadonlySet<string>): GovernancePolicyRule[] {
+export function parsePolicies(text: string, source: string, trustLevels: ReadonlySet<string>): ParsedPolicies {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -161,10 +215,12 @@ export function parsePolicies(text: string, source: string, trustLevels: Readonl
   const verdict = validate(SCHEMA, value);
   // The validator is loaded before the first parse (GovernancePolicySet.open), so the verdict is never a promise.
   if (verdict instanceof Promise || !verdict.ok) throw new ConfigError(explain(SCHEMA, value).map((v) => `${source}: ${v.field} ${v.description}`));
-  const rules = (value as { rules: GovernancePolicyRule[] }).rules;
-  const problems = unsafeCombinations(rules, trustLevels);
+  const file = value as GovernancePolicies;
+  const rules = file.rules ?? [];
+  const governors = file.governors ?? [];
+  const problems = [...unsafeCombinations(rules, trustLevels), ...governorProblems(governors, file.follow_up, trustLevels)];
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `${source}: ${p}`));
-  return rules;
+  return { rules, governors, ...(file.follow_up === undefined ? {} : { followUp: file.follow_up }) };
 }
 
 export interface PolicySetOptions {
@@ -173,13 +229,15 @@ export interface PolicySetOptions {
   /** A changed file that cannot be loaded (the previous rules stay in force). */
   onReloadError?: (error: Error) => void;
   /** A changed file was loaded. */
-  onReload?: (rules: number) => void;
+  onReload?: (counts: { rules: number; governors: number }) => void;
   /** How often the file's size and mtime are checked while requests are decided (ms; default 1000). */
   recheckMs?: number;
 }
 
 export class GovernancePolicySet {
   #rules: CompiledRule[] = [];
+  #governors: GovernorConfig[] = [];
+  #followUp: GovernorFollowUp | undefined;
   #stamp = "";
   #checkedAt = 0;
 
@@ -202,6 +260,18 @@ export class GovernancePolicySet {
     return this.#rules.map((c) => c.rule);
   }
 
+  /** The post-run governors in force, in order. */
+  get governors(): GovernorConfig[] {
+    this.#recheck();
+    return this.#governors;
+  }
+
+  /** The follow-up setting in force (undefined: follow-up prompts are only recorded). */
+  get followUp(): GovernorFollowUp | undefined {
+    this.#recheck();
+    return this.#followUp;
+  }
+
   /** The first rule matching the request; undefined when none does (the manual flow). */
   decide(request: PolicyRequest): PolicyMatch | undefined {
     this.#recheck();
@@ -222,10 +292,12 @@ export class GovernancePolicySet {
       } catch (error) {
         throw new ConfigError([`A2A_GOVERNANCE_POLICIES_FILE: cannot read ${this.file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`]);
       }
-      const rules = parsePolicies(text, `A2A_GOVERNANCE_POLICIES_FILE (${this.file})`, this.opts.trustLevels);
-      this.#rules = rules.map(compileRule);
+      const parsed = parsePolicies(text, `A2A_GOVERNANCE_POLICIES_FILE (${this.file})`, this.opts.trustLevels);
+      this.#rules = parsed.rules.map(compileRule);
+      this.#governors = parsed.governors;
+      this.#followUp = parsed.followUp;
       this.#stamp = stamp;
-      if (!initial) this.opts.onReload?.(rules.length);
+      if (!initial) this.opts.onReload?.({ rules: parsed.rules.length, governors: parsed.governors.length });
     } catch (error) {
       if (initial) throw error;
       // Keep deciding with the previous rules; report once per file version.

@@ -98,9 +98,13 @@ export class GovernanceTrail {
     this.record(request, `principal:${principal.id}`, optionId, via, `${principal.id} answered ${optionId} (${via})`, extra);
   }
 
-  /** Governor feedback on the task (post-run reviews). */
+  /** Governor feedback on the task (post-run reviews); like a decision, a failing store is logged, never thrown. */
   feedback(taskId: string, owner: string, entry: TrailFeedback): void {
-    this.deps.storage.governance.addFeedback(taskId, owner, entry);
+    try {
+      this.deps.storage.governance.addFeedback(taskId, owner, entry);
+    } catch (error) {
+      this.deps.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "could not record governor feedback");
+    }
   }
 
   /** Records every request past its TTL that nobody answered (once each; the store ignores repeats). */
@@ -143,15 +147,22 @@ export class GovernanceTrail {
     };
   }
 
-  /** `metadata.opencode.governance` of the task: undefined while it has neither decisions nor pending requests. */
+  /** `metadata.opencode.governance` of the task: undefined while it has no decisions, pending requests or reviews. */
   summary(taskId: string): GovernanceSummary | undefined {
     const bindings = this.deps.storage.interrupts.listForTask(taskId);
     this.sweepExpired(bindings);
     const { count, lastSource } = this.deps.storage.governance.decisionSummary(taskId);
+    const reviews = this.deps.storage.governance.reviewSummary(taskId);
     const now = this.#now();
     const pending = bindings.filter((b) => b.expiresAt > now).length;
-    if (count === 0 && pending === 0) return undefined;
-    return { decisions: count, pending, ...(lastSource === undefined ? {} : { last_source: lastSource }) };
+    if (count === 0 && pending === 0 && reviews.count === 0) return undefined;
+    return {
+      decisions: count,
+      pending,
+      ...(lastSource === undefined ? {} : { last_source: lastSource }),
+      ...(reviews.count === 0 ? {} : { reviews: reviews.count }),
+      ...(reviews.lastStatus === undefined ? {} : { last_review: reviews.lastStatus }),
+    };
   }
 
   /** The task with its summary at `metadata.opencode.governance` (the task itself when there is none). */

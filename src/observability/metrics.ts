@@ -25,6 +25,13 @@ export class Metrics {
   readonly tasksQueued = new Counter({ name: "a2a_tasks_queued_total", help: "Tasks that waited for a free turn (A2A_MAX_RUNNING_TASKS)", registers: [this.registry] });
   readonly followUps = new Counter({ name: "a2a_task_follow_ups_total", help: "Follow-up messages taken into a running task's turn", registers: [this.registry] });
   readonly subtaskItems = new Counter({ name: "a2a_subtask_items_total", help: "Items of opencode.subtasks.run calls by status: accepted, rejected, failed", labelNames: ["status"] as const, registers: [this.registry] });
+  readonly governorReviews = new Counter({
+    name: "a2a_governor_reviews_total",
+    help: "Post-run governor results by governor and status (ok, needs_attention, rejected)",
+    labelNames: ["governor", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly governorFollowUps = new Counter({ name: "a2a_governor_follow_ups_total", help: "Governor follow-up prompts sent into a task's session", registers: [this.registry] });
   readonly turnArtifacts = new Counter({ name: "a2a_turn_artifacts_total", help: "Artifacts added at a turn's end (changes diff, changed files)", labelNames: ["kind"] as const, registers: [this.registry] });
   readonly tasksFinished = new Counter({ name: "a2a_tasks_finished_total", help: "Tasks that reached a terminal state", labelNames: ["state"] as const, registers: [this.registry] });
   readonly pushQueued = new Counter({ name: "a2a_push_notifications_queued_total", help: "Push notifications queued for delivery", registers: [this.registry] });

@@ -11,7 +11,7 @@ import type { InterruptSignal, StreamMapper } from "../bridge/stream-mapper.js";
 import { INTERRUPTED_STATES, isTerminal, now, type Artifact, type Message, type Task, type TaskState } from "../protocol/model.js";
 import { FanOut } from "./fanout.js";
 import { GovernedRequests } from "./governed.js";
-import type { PendingInterrupt } from "./options.js";
+import type { FileChange, PendingInterrupt } from "./options.js";
 
 /** A prompt sent into a turn (parts, and the turn's model and agent). */
 export interface PromptBody {
@@ -30,9 +30,15 @@ export interface ActiveTurn {
   routing: Routing;
   /** The agent the turn runs as (follow-ups go to it too). */
   agent?: string;
+  /** The model of the turn's prompt (governors' follow-ups use it too). */
+  model?: PromptBody["model"];
   /** Follow-up prompts sent into the turn, by the mapper's follow-up ordinal (sent again if OpenCode stalls them). */
   followUps: PromptBody[];
   stallTimer?: NodeJS.Timeout;
+  /** Post-run reviews of the turn so far (RuntimeOptions.review). */
+  reviewRounds?: number;
+  /** OpenCode's diff as the last review read it, when nothing ran in the turn since (the `changes` artifact reuses it). */
+  reviewedChanges?: FileChange[];
 }
 
 /** A new task for `message`, with the output modes it negotiated. */

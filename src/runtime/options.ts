@@ -38,6 +38,63 @@ export interface RuntimeOptions {
   interrupts?: InterruptHooks;
   /** Push notifications (src/push): told of every state change. */
   transitions?: TransitionHooks;
+  /** Post-run governors (src/governance/governors.ts): review each completed turn before its task completes. */
+  review?: TurnReview;
+}
+
+/** One entry of OpenCode's session diff (SnapshotFileDiff). */
+export interface FileChange {
+  file: string;
+  patch?: string;
+  additions?: number;
+  deletions?: number;
+  status?: "added" | "deleted" | "modified";
+}
+
+/** The task whose turn is reviewed. */
+export interface ReviewSubject {
+  taskId: string;
+  contextId: string;
+  sessionId: string;
+  owner: string;
+  /** The trust level the owner started the task at. */
+  trustLevel?: string;
+  routing: Routing;
+}
+
+/** What a review of a completed turn is given. */
+export interface ReviewInput {
+  /** 1 for the turn's own work, then one more per follow-up the review sent into it. */
+  round: number;
+  /** OpenCode's diff of the turn so far (every user message of it); empty when it could not be read. */
+  changes: FileChange[];
+  /** Why the diff could not be read (the governors are not run on a diff that may be incomplete). */
+  changesError?: string;
+  /** The turn's text so far. */
+  finalText: string;
+  /** Aborts when the task is canceled or the gateway stops. */
+  signal: AbortSignal;
+  /** Told which governors review, before they start (not called when none does). */
+  started(governors: string[]): void;
+}
+
+/** What the governors said about one round. */
+export interface ReviewVerdict {
+  round: number;
+  status: "ok" | "needs_attention" | "rejected";
+  governors: string[];
+  /** One line per governor (as recorded in the trail). */
+  summary: string[];
+  /** The prompt to run next in the task's session, when follow-ups are on and rounds are left. */
+  followUp?: string;
+}
+
+/** Where post-run governors plug into the runtime: asked when a turn completes, before its task does. */
+export interface TurnReview {
+  /** Whether any governor may review this task's turns (cheap: when false, no diff is read). */
+  reviews(subject: ReviewSubject): boolean;
+  /** Runs the governors that apply and records their feedback; undefined when none ran. */
+  review(subject: ReviewSubject, input: ReviewInput): Promise<ReviewVerdict | undefined>;
 }
 
 export interface TurnArtifactOptions {

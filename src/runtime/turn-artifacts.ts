@@ -11,19 +11,10 @@ import { isTerminal, type ArtifactUpdateEvent, type Metadata, type Part } from "
 import { isObject } from "../util/object.js";
 import { mergeOpencode } from "./lifecycle.js";
 import type { LiveTask } from "./live-task.js";
-import type { RuntimeOptions } from "./options.js";
+import type { FileChange, RuntimeOptions } from "./options.js";
 import { errorText } from "./task-error.js";
 
 export const DIFF_MIME = "text/x-diff";
-
-/** One entry of OpenCode's session diff (SnapshotFileDiff). */
-interface FileChange {
-  file: string;
-  patch?: string;
-  additions?: number;
-  deletions?: number;
-  status?: "added" | "deleted" | "modified";
-}
 
 export class TurnArtifacts {
   constructor(private readonly opts: Pick<RuntimeOptions, "artifacts" | "upstream" | "metrics" | "log" | "routing">) {}
@@ -42,20 +33,33 @@ export class TurnArtifacts {
     return diffs;
   }
 
-  /** The turn's `changes` artifact and changed files, as events of the turn's sequence (none when off or unchanged). */
-  async read(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<ArtifactUpdateEvent[]> {
+  /**
+   * OpenCode's diff of the turn so far. OpenCode records a message's diff a moment after the turn went idle: when a
+   * file-writing tool ran and the diff is still empty, it is read again (bounded, about 3 s in all). Throws what
+   * OpenCode answered.
+   */
+  async changes(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<FileChange[]> {
+    const sessionId = live.turn?.sessionId;
+    if (sessionId === undefined) return [];
+    let diffs = await this.#diffs(live, mapper, sessionId, routing);
+    for (let wait = 100; diffs.length === 0 && mapper.wroteFiles && wait <= 1_600 && !isTerminal(live.state); wait *= 2) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      diffs = await this.#diffs(live, mapper, sessionId, routing);
+    }
+    return diffs;
+  }
+
+  /**
+   * The turn's `changes` artifact and changed files, as events of the turn's sequence (none when off or unchanged).
+   * `known`: the diff as already read after the turn's last idle (by its review), not read again.
+   */
+  async read(live: LiveTask, mapper: StreamMapper, routing: Routing, known?: FileChange[]): Promise<ArtifactUpdateEvent[]> {
     const options = this.opts.artifacts;
     const sessionId = live.turn?.sessionId;
     if (options === undefined || !options.changes || sessionId === undefined) return [];
     const out: ArtifactUpdateEvent[] = [];
     try {
-      let diffs = await this.#diffs(live, mapper, sessionId, routing);
-      // OpenCode records a message's diff a moment after the turn went idle: when a file-writing tool ran and the
-      // diff is still empty, it is read again (bounded, about 3 s in all).
-      for (let wait = 100; diffs.length === 0 && mapper.wroteFiles && wait <= 1_600 && !isTerminal(live.state); wait *= 2) {
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        diffs = await this.#diffs(live, mapper, sessionId, routing);
-      }
+      const diffs = known ?? (await this.changes(live, mapper, routing));
       if (diffs.length === 0) return out;
       out.push(mapper.artifactEvent(`${live.id}:changes`, "changes", changesParts(diffs, live.diffAsFile), "changes", "opencode_diff", changesSummary(diffs)));
       this.opts.metrics.turnArtifacts.inc({ kind: "changes" });

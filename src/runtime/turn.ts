@@ -5,6 +5,7 @@
 // never reaches the task: ./governed.ts). Follow-up messages join the running turn. A dropped
 // event stream is waited for (the reconnect grace) and caught up from snapshots; the turn has a deadline
 // (OPENCODE_TIMEOUT_STREAM). Its end goes to the lifecycle rules (./lifecycle.ts).
+import { randomUUID } from "node:crypto";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Principal } from "../auth/index.js";
 import type { Routing } from "../bridge/directory.js";
@@ -20,7 +21,7 @@ import type { AbortUpstream } from "./abort.js";
 import type { Admission } from "./admission.js";
 import { mergeShared, type TaskLifecycle } from "./lifecycle.js";
 import type { ActiveTurn, LiveTask, PromptBody } from "./live-task.js";
-import type { RuntimeOptions } from "./options.js";
+import type { FileChange, ReviewSubject, RuntimeOptions } from "./options.js";
 import { modelOf, turnEnded } from "./requests.js";
 import { asTaskError, errorText } from "./task-error.js";
 import { TurnArtifacts } from "./turn-artifacts.js";
@@ -205,7 +206,14 @@ export class TurnLoop {
         if (mayVanish && error instanceof UpstreamError && error.kind === "http" && error.status === 404) return "vanished";
         throw error;
       }
-      const turn: ActiveTurn = { mapper, sessionId, routing, followUps: [], ...(body.agent === undefined ? {} : { agent: body.agent }) };
+      const turn: ActiveTurn = {
+        mapper,
+        sessionId,
+        routing,
+        followUps: [],
+        ...(body.agent === undefined ? {} : { agent: body.agent }),
+        ...(body.model === undefined ? {} : { model: body.model }),
+      };
       live.turn = turn;
       const stop = (reason: UpstreamError | A2AError): void => {
         if (!isTerminal(live.state)) lifecycle.fail(live, reason);
@@ -244,7 +252,8 @@ export class TurnLoop {
           else this.#apply(live, out);
         }
         live.turnChanged();
-        if (terminal) break;
+        // A completed turn is reviewed first (post-run governors); a follow-up they send keeps the turn going.
+        if (terminal && !(await this.#review(live, turn, routing))) break;
       }
       if (turn.stallTimer !== undefined) clearTimeout(turn.stallTimer);
       if (isTerminal(live.state) || lifecycle.stopped) return "failed";
@@ -345,9 +354,89 @@ export class TurnLoop {
     return taken;
   }
 
+  /**
+   * The post-run review of a completed turn (RuntimeOptions.review): the task stays `working` while the governors
+   * run, with a status update when they start and one with their verdict. When they send a follow-up, it goes into
+   * the turn (the mapper reopened, the prompt in the task's history) and true is returned: the turn goes on and is
+   * reviewed again when it completes. False: the turn ends as it is (no review, or nothing to follow up).
+   */
+  async #review(live: LiveTask, turn: ActiveTurn, routing: Routing): Promise<boolean> {
+    const review = this.deps.opts.review;
+    const { mapper } = turn;
+    const { lifecycle, opts } = this.deps;
+    if (review === undefined || mapper.terminal?.state !== "completed" || isTerminal(live.state) || lifecycle.stopped) return false;
+    const subject: ReviewSubject = {
+      taskId: live.id,
+      contextId: live.contextId,
+      sessionId: turn.sessionId,
+      owner: live.owner,
+      ...(live.trustLevel === undefined ? {} : { trustLevel: live.trustLevel }),
+      routing,
+    };
+    if (!review.reviews(subject)) return false;
+    let changes: FileChange[] | undefined;
+    let changesError: string | undefined;
+    try {
+      changes = await this.#artifacts.changes(live, mapper, routing);
+      turn.reviewedChanges = changes;
+    } catch (error) {
+      changesError = errorText(error);
+      opts.log.warn({ err: changesError, taskId: live.id }, "could not read the turn's diff for its review");
+    }
+    if (isTerminal(live.state) || lifecycle.stopped) return false;
+    const round = (turn.reviewRounds ?? 0) + 1;
+    turn.reviewRounds = round;
+    const status = (metadata: Metadata, text: string): void => {
+      const message: Message = { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: live.id, contextId: live.contextId };
+      this.#apply(live, mapper.statusEvent({ governance: { review: { phase: "post_run", round, ...metadata } } }, message, "governance"));
+    };
+    const verdict = await review.review(subject, {
+      round,
+      changes: changes ?? [],
+      ...(changesError === undefined ? {} : { changesError }),
+      finalText: mapper.text,
+      signal: live.abort.signal,
+      started: (governors) => status({ state: "running", governors }, `Governors reviewing the turn (round ${round}): ${governors.join(", ")}`),
+    });
+    if (verdict === undefined || isTerminal(live.state) || lifecycle.stopped) return false;
+    const followUp = verdict.followUp !== undefined && mapper.reopen() ? verdict.followUp : undefined;
+    status(
+      { state: "done", status: verdict.status, governors: verdict.governors, follow_up: followUp !== undefined },
+      [`Governors (round ${round}): ${verdict.status}${followUp === undefined ? "" : "; their follow-up prompt runs next"}`, ...verdict.summary].join("\n"),
+    );
+    if (followUp === undefined) return false;
+    // The follow-up runs in the task's session like a client's follow-up, as the turn's agent and model.
+    turn.reviewedChanges = undefined;
+    const ordinal = mapper.acceptFollowUp();
+    if (ordinal === undefined) return false;
+    const body: PromptBody = {
+      parts: [{ type: "text", text: followUp }],
+      ...(turn.model === undefined ? {} : { model: turn.model }),
+      ...(turn.agent === undefined ? {} : { agent: turn.agent }),
+    };
+    turn.followUps[ordinal] = body;
+    try {
+      await this.#prompt(turn.sessionId, routing, body, live.abort.signal);
+    } catch (error) {
+      mapper.withdrawFollowUp(ordinal);
+      throw error;
+    }
+    const prompt: Message = {
+      messageId: randomUUID(),
+      role: "user",
+      parts: [{ kind: "text", text: followUp }],
+      taskId: live.id,
+      contextId: live.contextId,
+      metadata: { opencode: { governance: { follow_up: { round, governors: verdict.governors } } } },
+    };
+    live.update({ history: [...(live.task.history ?? []), prompt] });
+    lifecycle.persistSoon(live);
+    return true;
+  }
+
   async #complete(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<boolean> {
     // What the turn changed, read from OpenCode before the mapper is finished (its events continue the sequence).
-    const extras = mapper.terminal === undefined ? [] : await this.#artifacts.read(live, mapper, routing);
+    const extras = mapper.terminal === undefined ? [] : await this.#artifacts.read(live, mapper, routing, live.turn?.reviewedChanges);
     if (isTerminal(live.state) || this.deps.lifecycle.stopped) return false; // canceled (or stopped) while OpenCode was asked
     return this.deps.lifecycle.complete(live, mapper.finish(), extras);
   }

@@ -21,7 +21,7 @@ import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../observability/metrics.js";
 import { TaskRuntime } from "../runtime/tasks.js";
 import { extensionHandlers } from "../extensions/index.js";
-import { GovernanceTrail, openGovernancePolicies, type GovernancePolicySet } from "../governance/index.js";
+import { GovernanceTrail, GovernorService, openGovernancePolicies, type GovernancePolicySet } from "../governance/index.js";
 import { InterruptRegistry } from "../extensions/interrupt-registry.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import { StoreHealth } from "../storage/health.js";
@@ -223,6 +223,11 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
         ...(deps.pushClock === undefined ? {} : { now: deps.pushClock }),
       });
     }
+    // Post-run governors review completed turns whenever a policy file is in use (its governors may change on reload).
+    const governors =
+      policies === undefined
+        ? undefined
+        : await GovernorService.create({ policies, trail, upstream: upstream.client, sessions, routing, metrics, log: governanceLog });
     runtime = new TaskRuntime({
       store: storage.tasks,
       upstream: upstream.client,
@@ -240,6 +245,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       model,
       interrupts,
       ...(push === undefined ? {} : { transitions: push }),
+      ...(governors === undefined ? {} : { review: governors }),
     });
     const admitted = runtime;
     metrics.readAtScrape("a2a_tasks_running", "Turns running in OpenCode (working tasks; A2A_MAX_RUNNING_TASKS)", () => admitted.admission().running);

@@ -2,6 +2,7 @@
 // (a policy rule's, a principal's answer, an expiry) and governor feedback, oldest first, with the task's owner so
 // that reads are owner-scoped. A request is decided once: a second decision for the same request id is ignored (an
 // expiry sweep that runs again, a reply racing an expiry). SQLite and in-memory alike.
+import type { GovernorFeedbackEntry } from "../../generated/types/extensions.js";
 import type { StoreDatabase } from "./database.js";
 
 /** One decision, in its wire shape (spec: GovernancePermissionDecision). */
@@ -17,11 +18,15 @@ export interface TrailDecision {
 }
 
 /** One round of governor feedback, in its wire shape (spec: GovernorFeedbackEntry). */
-export interface TrailFeedback {
-  phase: "post_run";
-  timestamp: string;
-  summary: string[];
-  results: { governorId: string; status: "ok" | "needs_attention" | "rejected"; messages: string[]; followUpPrompt?: string }[];
+export type TrailFeedback = GovernorFeedbackEntry;
+
+export type ReviewStatus = GovernorFeedbackEntry["results"][number]["status"];
+
+const SEVERITY: Record<ReviewStatus, number> = { ok: 0, needs_attention: 1, rejected: 2 };
+
+/** The most severe status of a round (`ok` for a round without results). */
+export function worstStatus(results: { status: ReviewStatus }[]): ReviewStatus {
+  return results.reduce<ReviewStatus>((worst, r) => (SEVERITY[r.status] > SEVERITY[worst] ? r.status : worst), "ok");
 }
 
 export interface TaskTrail {
@@ -37,6 +42,8 @@ export interface GovernanceStore {
   trail(taskId: string): TaskTrail;
   /** How many decisions the task has and the source of the newest, without reading the entries. */
   decisionSummary(taskId: string): { count: number; lastSource?: string };
+  /** How many feedback rounds the task has and the most severe status of the newest. */
+  reviewSummary(taskId: string): { count: number; lastStatus?: ReviewStatus };
 }
 
 interface Entry {
@@ -73,6 +80,12 @@ export class MemoryGovernanceStore implements GovernanceStore {
     return last === undefined ? { count: 0 } : { count: decisions.length, lastSource: last.source };
   }
 
+  reviewSummary(taskId: string): { count: number; lastStatus?: ReviewStatus } {
+    const feedback = this.trail(taskId).feedback;
+    const last = feedback[feedback.length - 1];
+    return last === undefined ? { count: 0 } : { count: feedback.length, lastStatus: worstStatus(last.results) };
+  }
+
   #push(taskId: string, entry: Entry): void {
     const list = this.#byTask.get(taskId);
     if (list === undefined) this.#byTask.set(taskId, [entry]);
@@ -100,9 +113,10 @@ export class SqliteGovernanceStore implements GovernanceStore {
       this.store
         .statement(
           `INSERT INTO a2a_governance_trail (task_id, owner, kind, request_id, source, entry_json, created_at)
-           VALUES (?, ?, 'feedback', NULL, NULL, ?, ?)`,
+           VALUES (?, ?, 'feedback', NULL, ?, ?, ?)`,
         )
-        .run(taskId, owner, JSON.stringify(feedback), Date.now());
+        // `source` of a feedback row: the round's most severe status (read by reviewSummary without parsing entries).
+        .run(taskId, owner, worstStatus(feedback.results), JSON.stringify(feedback), Date.now());
     });
   }
 
@@ -130,6 +144,18 @@ export class SqliteGovernanceStore implements GovernanceStore {
         )
         .get(taskId, taskId) as { count: number; last: string | null };
       return row.last === null ? { count: row.count } : { count: row.count, lastSource: row.last };
+    });
+  }
+
+  reviewSummary(taskId: string): { count: number; lastStatus?: ReviewStatus } {
+    return this.store.guard("governance.reviewSummary", () => {
+      const row = this.store
+        .statement(
+          `SELECT COUNT(*) AS count, (SELECT source FROM a2a_governance_trail WHERE task_id = ? AND kind = 'feedback' ORDER BY id DESC LIMIT 1) AS last
+           FROM a2a_governance_trail WHERE task_id = ? AND kind = 'feedback'`,
+        )
+        .get(taskId, taskId) as { count: number; last: string | null };
+      return row.last === null ? { count: row.count } : { count: row.count, lastStatus: row.last as ReviewStatus };
     });
   }
 }

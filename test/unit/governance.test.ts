@@ -41,11 +41,25 @@ describe.each(backends)("%s governance store", (_name, open) => {
     expect(s.governance.addDecision("t1", "alice", decision("r2", "principal:alice"))).toBe(true);
     expect(s.governance.addDecision("t1", "alice", decision("r1", "expired"))).toBe(false);
     expect(s.governance.addDecision("t2", "bob", decision("r3", "expired"))).toBe(true);
-    const feedback = { phase: "post_run" as const, timestamp: "2026-01-01T00:00:01.000Z", summary: ["[r] ok"], results: [{ governorId: "r", status: "ok" as const, messages: [] }] };
+    expect(s.governance.reviewSummary("t1")).toEqual({ count: 0 });
+    const feedback = { phase: "post_run" as const, timestamp: "2026-01-01T00:00:01.000Z", summary: ["[r] Ok"], results: [{ governorId: "r", status: "ok" as const, messages: [] }], round: 1, followUpSent: false };
     s.governance.addFeedback("t1", "alice", feedback);
-    expect(s.governance.trail("t1")).toEqual({ decisions: [decision("r1", "policy:a"), decision("r2", "principal:alice")], feedback: [feedback] });
+    const second = {
+      ...feedback,
+      round: 2,
+      results: [
+        { governorId: "r", status: "needs_attention" as const, messages: ["tests"] },
+        { governorId: "q", status: "rejected" as const, messages: ["no"] },
+        { governorId: "p", status: "ok" as const, messages: [] },
+      ],
+    };
+    s.governance.addFeedback("t1", "alice", second);
+    expect(s.governance.trail("t1")).toEqual({ decisions: [decision("r1", "policy:a"), decision("r2", "principal:alice")], feedback: [feedback, second] });
     expect(s.governance.decisionSummary("t1")).toEqual({ count: 2, lastSource: "principal:alice" });
     expect(s.governance.decisionSummary("t2")).toEqual({ count: 1, lastSource: "expired" });
+    // the newest round's most severe status
+    expect(s.governance.reviewSummary("t1")).toEqual({ count: 2, lastStatus: "rejected" });
+    expect(s.governance.reviewSummary("t2")).toEqual({ count: 0 });
     s.close();
   });
 

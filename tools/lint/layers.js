@@ -18,7 +18,7 @@ export const LAYERS = {
   push: ["auth", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "util"],
   operations: ["auth", "contract", "protocol", "push", "runtime", "tracing", "util"],
   subtasks: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
-  governance: ["auth", "config", "contract", "protocol", "storage", "util"],
+  governance: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
   extensions: ["auth", "bridge", "config", "contract", "governance", "observability", "operations", "protocol", "runtime", "storage", "subtasks", "tracing", "upstream", "util"],
   discovery: ["auth", "config", "contract", "protocol", "util"],
   pipeline: ["auth", "config", "contract", "logging", "observability", "protocol", "tracing", "util"],

@@ -166,6 +166,10 @@ export class ToolRunner {
         part.state = { status: "completed", input, output: JSON.stringify(todos, null, 2), metadata: { todos, truncated: false }, title: `${pendingCount} todos`, time: end() };
         break;
       }
+      case "StructuredOutput":
+        // the tool the real server adds for a prompt with `format: json_schema` (the loop then ends: ../turns.ts)
+        part.state = { status: "completed", input, output: "Structured output captured successfully.", metadata: { valid: true }, title: "Structured Output", time: end() };
+        break;
       default:
         part.state = { status: "completed", input, output: "", metadata: {}, title: call.name, time: end() };
     }

@@ -3,7 +3,7 @@
  * with the scripted replies step by step (text, reasoning, tools, model errors, hangs) and emits the event sequence
  * the real server emits for them; abort and loss of the process end a loop the way the real server shows it.
  */
-import type { ApiError, AssistantMessage, MessageAbortedError, Part, ReasoningPart, StepFinishPart, TextPart, UserMessage } from "../../../generated/opencode/types.gen.js";
+import type { ApiError, AssistantMessage, MessageAbortedError, OutputFormat, Part, ReasoningPart, StepFinishPart, TextPart, UserMessage } from "../../../generated/opencode/types.gen.js";
 import { DEFAULT_HANG_CHUNKS, PROMPT_TOKENS, replyUsage, type Reply } from "../script.js";
 import { Aborted, badRequest, ev, isObject, newId, sleep } from "./common.js";
 import type { EventBus } from "./events.js";
@@ -22,6 +22,7 @@ interface PromptInput {
   noReply?: boolean;
   system?: string;
   tools?: Record<string, boolean>;
+  format?: OutputFormat;
   parts: Array<Record<string, unknown> & { type: string }>;
 }
 
@@ -51,6 +52,9 @@ export function parsePrompt(body: unknown): PromptInput {
   if (body.noReply === true) input.noReply = true;
   if (typeof body.system === "string") input.system = body.system;
   if (isObject(body.tools)) input.tools = body.tools as Record<string, boolean>;
+  if (isObject(body.format) && (body.format.type === "text" || (body.format.type === "json_schema" && isObject(body.format.schema)))) {
+    input.format = body.format as OutputFormat;
+  }
   return input;
 }
 
@@ -110,6 +114,7 @@ export class Turns {
     };
     if (input.system !== undefined) user.system = input.system;
     if (input.tools !== undefined) user.tools = input.tools;
+    if (input.format !== undefined) user.format = input.format;
     const record: MessageRecord = { info: user, parts: [] };
     rec.messages.push(record);
     this.bus.message(rec, user);
@@ -169,6 +174,20 @@ export class Turns {
           return;
         }
         this.finishStep(rec, current, result === "stop" ? "stop" : "tool-calls", reply);
+        // Structured output (`format: json_schema`): a StructuredOutput call ends the loop with its input as the
+        // message's `structured`; a step that ends without one is a StructuredOutputError (as the real server, 1.18).
+        if (loop.user.format?.type === "json_schema" && result !== "blocked") {
+          const call = current.parts.find((p) => p.type === "tool" && p.tool === "StructuredOutput" && p.state.status === "completed");
+          if (call !== undefined && call.type === "tool") info.structured = call.state.input;
+          else if (result === "stop") info.error = { name: "StructuredOutputError", data: { message: "Model did not produce structured output", retries: 0 } };
+          if (call !== undefined || result === "stop") {
+            this.bus.message(rec, info);
+            this.bus.idle(rec);
+            this.state.touch(rec);
+            this.bus.session(rec);
+            return;
+          }
+        }
         if (result === "tool-calls") {
           this.bus.status(rec, { type: "busy" });
           continue;
