@@ -156,7 +156,9 @@ export function findExecutable(name: string, searchPath: string = process.env.PA
   const executable = (file: string): boolean => {
     try {
       fs.accessSync(file, fs.constants.X_OK);
-      return fs.statSync(file).isFile();
+      // (root passes the access check on any file: an executable has an execute bit)
+      const stat = fs.statSync(file);
+      return stat.isFile() && (stat.mode & 0o111) !== 0;
     } catch {
       return false;
     }

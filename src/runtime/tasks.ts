@@ -78,7 +78,8 @@ export class TaskRuntime {
   async send(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
     if (params.configuration?.blocking !== false) await live.settled();
-    return live.task;
+    // As a read of the task gives it (the governance summary, when it has one).
+    return this.#annotated(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */

@@ -1,11 +1,15 @@
 // The governance trail store on both backends (one decision per request, order, summary, feedback, SQLite kept across
 // a reopen), the interrupt store's per-task and expired listings the trail reads, and the policy patterns (text and
-// path globs) with the unsafe-combination check.
+// path globs) with the unsafe-combination check; governors in the policy file (accepted shapes, load errors, how a
+// command's executable is found) and how their results are summarized.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { compilePattern, unsafeCombinations } from "../../src/governance/policies.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/config/index.js";
+import { preloadValidators } from "../../src/contract/validate.js";
+import { patchText, summaryLine } from "../../src/governance/governors.js";
+import { compilePattern, findExecutable, parsePolicies, unsafeCombinations } from "../../src/governance/policies.js";
 import { openStorage, type Storage, type TrailDecision } from "../../src/storage/index.js";
 
 const dirs: string[] = [];
@@ -121,5 +125,104 @@ describe("policy patterns", () => {
     ]);
     expect(unsafeCombinations([{ id: "x", permission: "bash", decision: "reject" }], levels)).toEqual([]);
     expect(unsafeCombinations([{ id: "e", permission: "bash", patterns: [" "], decision: "manual" }], levels)).toEqual(['rule "e" (rules[0]): an empty pattern']);
+  });
+});
+
+describe("governors in the policy file", () => {
+  beforeAll(() => preloadValidators(["extensions/GovernancePolicies"]));
+  /** A file that is not executable. */
+  const plain = path.join(path.dirname(fresh()), "plain.txt");
+  fs.writeFileSync(plain, "not a program\n", { mode: 0o644 });
+  const levels = new Set(["read_only", "execute", "autonomous", "admin"]);
+  const parse = (value: unknown) => parsePolicies(JSON.stringify(value), "policies.json", levels);
+  const problems = (value: unknown): string[] => {
+    try {
+      parse(value);
+      return [];
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as ConfigError).problems;
+    }
+  };
+
+  it("a file of governors alone is accepted, with its follow-up setting", () => {
+    const parsed = parse({
+      governors: [
+        { id: "reviewer", kind: "agent", prompt: "Review it.", model: "fake/fake-model" },
+        { id: "lint", kind: "command", command: [process.execPath, "lint.js"], env: { A: "1" }, timeout_seconds: 30, run_on: "always" },
+        { id: "sh", kind: "command", command: ["sh", "-c", "true"] },
+      ],
+      follow_up: { enabled: true, max_rounds: 3, on: ["rejected"] },
+    });
+    expect(parsed.rules).toEqual([]);
+    expect(parsed.governors.map((g) => g.id)).toEqual(["reviewer", "lint", "sh"]);
+    expect(parsed.followUp).toEqual({ enabled: true, max_rounds: 3, on: ["rejected"] });
+  });
+
+  it("incomplete or unsafe governors are refused at load, each named", () => {
+    expect(
+      problems({
+        governors: [
+          { id: "a", kind: "agent" },
+          { id: "a", kind: "agent", prompt: "x", command: ["ls"], env: {} },
+          { id: "c", kind: "command" },
+          { id: "d", kind: "command", command: ["no-such-program-anywhere"], prompt: "x", agent: "plan", model: "p/m" },
+          { id: "e", kind: "command", command: ["./relative/tool"] },
+          { id: "f", kind: "command", command: [plain], trust_levels: ["root"] },
+        ],
+      }),
+    ).toEqual([
+      'policies.json: governor "a" (governors[0]): an agent governor needs a prompt (the reviewer\'s instructions)',
+      'policies.json: governor "a" (governors[1]): the id is used by an earlier governor',
+      'policies.json: governor "a" (governors[1]): command is only for command governors',
+      'policies.json: governor "a" (governors[1]): env is only for command governors',
+      'policies.json: governor "c" (governors[2]): a command governor needs command (the executable and its arguments)',
+      'policies.json: governor "d" (governors[3]): command "no-such-program-anywhere" is neither an absolute path to an executable file nor a name found on PATH',
+      'policies.json: governor "d" (governors[3]): prompt is only for agent governors',
+      'policies.json: governor "d" (governors[3]): agent is only for agent governors',
+      'policies.json: governor "d" (governors[3]): model is only for agent governors',
+      'policies.json: governor "e" (governors[4]): command "./relative/tool" is neither an absolute path to an executable file nor a name found on PATH',
+      `policies.json: governor "f" (governors[5]): command "${plain}" is neither an absolute path to an executable file nor a name found on PATH`,
+      'policies.json: governor "f" (governors[5]): unknown trust level "root" (one of read_only, execute, autonomous, admin)',
+    ]);
+    expect(problems({ rules: [], follow_up: { enabled: true } })).toEqual(["policies.json: follow_up: there are no governors to send follow-ups for"]);
+  });
+
+  it("the schema refuses unknown fields, kinds, triggers and bounds", () => {
+    const base = { id: "g", kind: "command", command: ["ls"] };
+    for (const bad of [
+      { governors: [{ ...base, shell: true }] },
+      { governors: [{ ...base, kind: "webhook" }] },
+      { governors: [{ ...base, run_on: "sometimes" }] },
+      { governors: [{ ...base, timeout_seconds: 0 }] },
+      { governors: [{ id: "g", kind: "agent", prompt: "x", model: "no-slash" }] },
+      { governors: [base], follow_up: { enabled: true, max_rounds: 11 } },
+      { governors: [base], follow_up: { enabled: true, on: ["ok"] } },
+    ]) {
+      expect(problems(bad).length, JSON.stringify(bad)).toBeGreaterThan(0);
+    }
+  });
+
+  it("executables: absolute paths to executable files, or names on PATH", () => {
+    expect(findExecutable(process.execPath)).toBe(process.execPath);
+    expect(findExecutable("node", path.dirname(process.execPath))).toBe(path.join(path.dirname(process.execPath), "node"));
+    expect(findExecutable("node", "")).toBeUndefined();
+    expect(findExecutable(plain)).toBeUndefined();
+    expect(findExecutable("bin/node", path.dirname(path.dirname(process.execPath)))).toBeUndefined();
+  });
+});
+
+describe("governor results", () => {
+  it("summary lines in the seed's spelling", () => {
+    expect(summaryLine({ governorId: "code-reviewer", status: "needs_attention", messages: ["add tests", "and docs"] })).toBe("[code-reviewer] Needs attention: add tests");
+    expect(summaryLine({ governorId: "lint", status: "ok", messages: [] })).toBe("[lint] Ok");
+    expect(summaryLine({ governorId: "sec", status: "rejected", messages: ["secrets in diff"] })).toBe("[sec] Rejected: secrets in diff");
+  });
+
+  it("the diff as stdin: each patch, or a line for a change without one", () => {
+    expect(patchText([])).toBe("");
+    expect(patchText([{ file: "a.ts", patch: "--- a.ts\n+++ a.ts\n@@ -1 +1 @@\n-x\n+y" }, { file: "b.bin", status: "added", additions: 0, deletions: 0 }])).toBe(
+      "--- a.ts\n+++ a.ts\n@@ -1 +1 @@\n-x\n+y\n# b.bin: added (+0 -0), no patch\n",
+    );
   });
 });
