@@ -49,7 +49,7 @@ async function call(method: string, params: unknown): Promise<any> {
   return res.body.result;
 }
 const message = (value: string) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: value }] });
-const toolNames = (req: { body: { tools?: { function?: { name?: string } }[] } }): string[] => (req.body.tools ?? []).map((t) => t.function?.name ?? "").sort();
+const toolNames = (req: { body: { tools?: unknown[] } }): string[] => (req.body.tools ?? []).map((t) => String((t as { function?: { name?: string } }).function?.name ?? "")).sort();
 
 describe("a post-run governor against the real OpenCode", () => {
   it("an agent governor reviews the finished turn, its follow-up runs as a new turn of the task, and both rounds are in the trail", async () => {
