@@ -4,8 +4,8 @@
 // the task and its streams, interrupts to the interrupt registry (a permission request a governance policy answers
 // never reaches the task: ./governed.ts). Follow-up messages join the running turn. A dropped
 // event stream is waited for (the reconnect grace) and caught up from snapshots; the turn has a deadline
-// (OPENCODE_TIMEOUT_STREAM). Its end goes to the lifecycle rules (./lifecycle.ts).
-import { randomUUID } from "node:crypto";
+// (OPENCODE_TIMEOUT_STREAM). A completed turn is first reviewed by the post-run governors (./turn-review.ts); its end
+// goes to the lifecycle rules (./lifecycle.ts).
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Principal } from "../auth/index.js";
 import type { Routing } from "../bridge/directory.js";
@@ -21,10 +21,11 @@ import type { AbortUpstream } from "./abort.js";
 import type { Admission } from "./admission.js";
 import { mergeShared, type TaskLifecycle } from "./lifecycle.js";
 import type { ActiveTurn, LiveTask, PromptBody } from "./live-task.js";
-import type { FileChange, ReviewSubject, RuntimeOptions } from "./options.js";
+import type { RuntimeOptions } from "./options.js";
 import { modelOf, turnEnded } from "./requests.js";
 import { asTaskError, errorText } from "./task-error.js";
 import { TurnArtifacts } from "./turn-artifacts.js";
+import { TurnReviews } from "./turn-review.js";
 
 /** How long after an idle a follow-up OpenCode left unanswered waits for OpenCode's own next loop before it is sent again. */
 const FOLLOW_UP_STALL_MS = 1_500;
@@ -57,9 +58,17 @@ export interface TurnRequest {
 
 export class TurnLoop {
   readonly #artifacts: TurnArtifacts;
+  readonly #reviews: TurnReviews;
 
   constructor(private readonly deps: TurnDeps) {
     this.#artifacts = new TurnArtifacts(deps.opts);
+    this.#reviews = new TurnReviews({
+      opts: deps.opts,
+      lifecycle: deps.lifecycle,
+      artifacts: this.#artifacts,
+      apply: (live, out) => this.#apply(live, out),
+      prompt: (sessionId, routing, body, signal) => this.#prompt(sessionId, routing, body, signal),
+    });
   }
 
   /** Resolves the task's session and runs its turn; a claimed session is confirmed or released by the outcome. */
@@ -253,7 +262,7 @@ export class TurnLoop {
         }
         live.turnChanged();
         // A completed turn is reviewed first (post-run governors); a follow-up they send keeps the turn going.
-        if (terminal && !(await this.#review(live, turn, routing))) break;
+        if (terminal && !(await this.#reviews.run(live, turn, routing))) break;
       }
       if (turn.stallTimer !== undefined) clearTimeout(turn.stallTimer);
       if (isTerminal(live.state) || lifecycle.stopped) return "failed";
@@ -352,86 +361,6 @@ export class TurnLoop {
     });
     if (taken) live.governed.hold(interrupt.requestId);
     return taken;
-  }
-
-  /**
-   * The post-run review of a completed turn (RuntimeOptions.review): the task stays `working` while the governors
-   * run, with a status update when they start and one with their verdict. When they send a follow-up, it goes into
-   * the turn (the mapper reopened, the prompt in the task's history) and true is returned: the turn goes on and is
-   * reviewed again when it completes. False: the turn ends as it is (no review, or nothing to follow up).
-   */
-  async #review(live: LiveTask, turn: ActiveTurn, routing: Routing): Promise<boolean> {
-    const review = this.deps.opts.review;
-    const { mapper } = turn;
-    const { lifecycle, opts } = this.deps;
-    if (review === undefined || mapper.terminal?.state !== "completed" || isTerminal(live.state) || lifecycle.stopped) return false;
-    const subject: ReviewSubject = {
-      taskId: live.id,
-      contextId: live.contextId,
-      sessionId: turn.sessionId,
-      owner: live.owner,
-      ...(live.trustLevel === undefined ? {} : { trustLevel: live.trustLevel }),
-      routing,
-    };
-    if (!review.reviews(subject)) return false;
-    let changes: FileChange[] | undefined;
-    let changesError: string | undefined;
-    try {
-      changes = await this.#artifacts.changes(live, mapper, routing);
-      turn.reviewedChanges = changes;
-    } catch (error) {
-      changesError = errorText(error);
-      opts.log.warn({ err: changesError, taskId: live.id }, "could not read the turn's diff for its review");
-    }
-    if (isTerminal(live.state) || lifecycle.stopped) return false;
-    const round = (turn.reviewRounds ?? 0) + 1;
-    turn.reviewRounds = round;
-    const status = (metadata: Metadata, text: string): void => {
-      const message: Message = { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: live.id, contextId: live.contextId };
-      this.#apply(live, mapper.statusEvent({ governance: { review: { phase: "post_run", round, ...metadata } } }, message, "governance"));
-    };
-    const verdict = await review.review(subject, {
-      round,
-      changes: changes ?? [],
-      ...(changesError === undefined ? {} : { changesError }),
-      finalText: mapper.text,
-      signal: live.abort.signal,
-      started: (governors) => status({ state: "running", governors }, `Governors reviewing the turn (round ${round}): ${governors.join(", ")}`),
-    });
-    if (verdict === undefined || isTerminal(live.state) || lifecycle.stopped) return false;
-    const followUp = verdict.followUp !== undefined && mapper.reopen() ? verdict.followUp : undefined;
-    status(
-      { state: "done", status: verdict.status, governors: verdict.governors, follow_up: followUp !== undefined },
-      [`Governors (round ${round}): ${verdict.status}${followUp === undefined ? "" : "; their follow-up prompt runs next"}`, ...verdict.summary].join("\n"),
-    );
-    if (followUp === undefined) return false;
-    // The follow-up runs in the task's session like a client's follow-up, as the turn's agent and model.
-    turn.reviewedChanges = undefined;
-    const ordinal = mapper.acceptFollowUp();
-    if (ordinal === undefined) return false;
-    const body: PromptBody = {
-      parts: [{ type: "text", text: followUp }],
-      ...(turn.model === undefined ? {} : { model: turn.model }),
-      ...(turn.agent === undefined ? {} : { agent: turn.agent }),
-    };
-    turn.followUps[ordinal] = body;
-    try {
-      await this.#prompt(turn.sessionId, routing, body, live.abort.signal);
-    } catch (error) {
-      mapper.withdrawFollowUp(ordinal);
-      throw error;
-    }
-    const prompt: Message = {
-      messageId: randomUUID(),
-      role: "user",
-      parts: [{ kind: "text", text: followUp }],
-      taskId: live.id,
-      contextId: live.contextId,
-      metadata: { opencode: { governance: { follow_up: { round, governors: verdict.governors } } } },
-    };
-    live.update({ history: [...(live.task.history ?? []), prompt] });
-    lifecycle.persistSoon(live);
-    return true;
   }
 
   async #complete(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<boolean> {
