@@ -127,14 +127,14 @@ async function readTurn(sub: Subscription, react: (item: HubItem) => Promise<voi
   }
 }
 
-async function run(target: Target, replies: Reply[], reactions: Reaction[]): Promise<string[]> {
+async function run(target: Target, replies: Reply[], reactions: Reaction[], prompt: Record<string, unknown> = {}): Promise<string[]> {
   const { client, hub } = target.up;
   const session = await client.createSession({ title: `parity ${target.name}` });
   target.script(session.id, replies);
   const sub = hub.subscribe({ sessions: [session.id] });
   await sub.ready(10_000);
   await client.call("sessionPromptAsync", (c) =>
-    sdk.sessionPromptAsync({ ...c, path: { sessionID: session.id }, body: { parts: [{ type: "text", text: "scenario" }] } }),
+    sdk.sessionPromptAsync({ ...c, path: { sessionID: session.id }, body: { parts: [{ type: "text", text: "scenario" }], ...prompt } }),
   );
   let aborted = false;
   const items = await readTurn(sub, async (item) => {
@@ -160,7 +160,10 @@ async function run(target: Target, replies: Reply[], reactions: Reaction[]): Pro
 
 const question = { questions: [{ question: "Pick a color?", header: "Color", options: [{ label: "Blue", description: "b" }, { label: "Red", description: "r" }] }] };
 
-const scenarios: [string, () => Reply[], Reaction[]][] = [
+/** A prompt asking for structured output (what an agent governor sends). */
+const structured = { format: { type: "json_schema", schema: { type: "object", properties: { status: { type: "string" }, messages: { type: "array", items: { type: "string" } } }, required: ["status", "messages"] } } };
+
+const scenarios: [string, () => Reply[], Reaction[], Record<string, unknown>?][] = [
   ["plain text in chunks", () => [text(["Hello ", "parity ", "world."])], []],
   ["reasoning, then text", () => [text(["Answer."], { reasoning: ["Thinking ", "hard."] })], []],
   ["a bash tool call, then text", () => [tool("bash", { command: "echo parity", description: "echo" }), text(["Done."])], []],
@@ -170,11 +173,13 @@ const scenarios: [string, () => Reply[], Reaction[]][] = [
   ["a read outside the workspace, permission granted once", () => [tool("read", { filePath: path.join(outside, "notes.txt") }), text(["Read it."])], ["reply-permission-once"]],
   ["a model 4xx error", () => [failure(400, "parity bad request")], []],
   ["an abort mid-stream", () => [hang({ chunks: ["partial "] })], ["abort-on-first-delta"]],
+  ["structured output: the StructuredOutput call ends the turn", () => [tool("StructuredOutput", { status: "ok", messages: ["fine"] }), text(["never sent"])], [], structured],
+  ["structured output: a text answer is a StructuredOutputError", () => [text(["plain words"])], [], structured],
 ];
 
 describe("stub upstream ≡ real opencode serve", () => {
-  it.each(scenarios)("%s", async (_name, replies, reactions) => {
-    const [onReal, onStub] = [await run(targets[0]!, replies(), reactions), await run(targets[1]!, replies(), reactions)];
+  it.each(scenarios)("%s", async (_name, replies, reactions, prompt) => {
+    const [onReal, onStub] = [await run(targets[0]!, replies(), reactions, prompt), await run(targets[1]!, replies(), reactions, prompt)];
     if (process.env.PARITY_DEBUG) console.log(_name, onReal.join(" "));
     expect(onReal.length).toBeGreaterThan(3);
     expect(onStub).toEqual(onReal);
