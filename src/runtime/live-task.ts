@@ -11,7 +11,7 @@ import type { InterruptSignal, StreamMapper } from "../bridge/stream-mapper.js";
 import { INTERRUPTED_STATES, isTerminal, now, type Artifact, type Message, type Task, type TaskState } from "../protocol/model.js";
 import { FanOut } from "./fanout.js";
 import { GovernedRequests } from "./governed.js";
-import type { FileChange, PendingInterrupt } from "./options.js";
+import type { FileChange, PendingInterrupt, TurnRef } from "./options.js";
 
 /** A prompt sent into a turn (parts, and the turn's model and agent). */
 export interface PromptBody {
@@ -167,15 +167,17 @@ export class LiveTask {
   /** An interrupt of this task as the interrupt hooks take it. */
   interruptOf(interrupt: InterruptSignal & { phase: "asked" }): PendingInterrupt {
     const { requestId, type, details } = interrupt;
+    return { requestId, type, details, ...this.turnRef() };
+  }
+
+  /** The task's turn as the observers take it (the session: the turn's, else none yet). */
+  turnRef(sessionId: string = this.sessionId ?? "", routing: Routing = this.routing): TurnRef {
     return {
-      requestId,
-      type,
-      details,
       taskId: this.id,
       contextId: this.contextId,
-      sessionId: this.sessionId ?? "",
+      sessionId,
       owner: this.owner,
-      routing: this.routing,
+      routing,
       ...(this.trustLevel === undefined ? {} : { trustLevel: this.trustLevel }),
     };
   }

@@ -51,8 +51,8 @@ export interface FileChange {
   status?: "added" | "deleted" | "modified";
 }
 
-/** The task whose turn is reviewed. */
-export interface ReviewSubject {
+/** A live task's turn as the observers see it: the task, its session, its owner and where it runs. */
+export interface TurnRef {
   taskId: string;
   contextId: string;
   sessionId: string;
@@ -61,6 +61,9 @@ export interface ReviewSubject {
   trustLevel?: string;
   routing: Routing;
 }
+
+/** The task whose turn is reviewed. */
+export type ReviewSubject = TurnRef;
 
 /** What a review of a completed turn is given. */
 export interface ReviewInput {
@@ -115,18 +118,11 @@ export interface TransitionHooks {
 }
 
 /** An OpenCode permission or question a live task waits on. */
-export interface PendingInterrupt {
+export interface PendingInterrupt extends TurnRef {
   requestId: string;
   type: "permission" | "question";
   /** As published at `metadata.shared.interrupt.details` (questions, options, reply_options, …). */
   details: Metadata;
-  taskId: string;
-  contextId: string;
-  sessionId: string;
-  owner: string;
-  /** The trust level the owner started the task at. */
-  trustLevel?: string;
-  routing: Routing;
 }
 
 /** Where the interrupt registry (src/extensions/interrupt-registry.ts) plugs into the runtime. */

@@ -37,14 +37,7 @@ export class TurnReviews {
     const { mapper } = turn;
     const { lifecycle, opts } = this.deps;
     if (review === undefined || mapper.terminal?.state !== "completed" || isTerminal(live.state) || lifecycle.stopped) return false;
-    const subject: ReviewSubject = {
-      taskId: live.id,
-      contextId: live.contextId,
-      sessionId: turn.sessionId,
-      owner: live.owner,
-      ...(live.trustLevel === undefined ? {} : { trustLevel: live.trustLevel }),
-      routing,
-    };
+    const subject: ReviewSubject = live.turnRef(turn.sessionId, routing);
     if (!review.reviews(subject)) return false;
     let changes: FileChange[] | undefined;
     let changesError: string | undefined;

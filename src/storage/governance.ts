@@ -136,26 +136,24 @@ export class SqliteGovernanceStore implements GovernanceStore {
   }
 
   decisionSummary(taskId: string): { count: number; lastSource?: string } {
-    return this.store.guard("governance.decisionSummary", () => {
-      const row = this.store
-        .statement(
-          `SELECT COUNT(*) AS count, (SELECT source FROM a2a_governance_trail WHERE task_id = ? AND kind = 'decision' ORDER BY id DESC LIMIT 1) AS last
-           FROM a2a_governance_trail WHERE task_id = ? AND kind = 'decision'`,
-        )
-        .get(taskId, taskId) as { count: number; last: string | null };
-      return row.last === null ? { count: row.count } : { count: row.count, lastSource: row.last };
-    });
+    const { count, last } = this.#countAndLast(taskId, "decision");
+    return last === null ? { count } : { count, lastSource: last };
   }
 
   reviewSummary(taskId: string): { count: number; lastStatus?: ReviewStatus } {
-    return this.store.guard("governance.reviewSummary", () => {
-      const row = this.store
+    const { count, last } = this.#countAndLast(taskId, "feedback");
+    return last === null ? { count } : { count, lastStatus: last as ReviewStatus };
+  }
+
+  /** How many entries of a kind the task has, and the `source` of the newest (a decision's source, a round's status). */
+  #countAndLast(taskId: string, kind: "decision" | "feedback"): { count: number; last: string | null } {
+    return this.store.guard(`governance.${kind}Summary`, () => {
+      return this.store
         .statement(
-          `SELECT COUNT(*) AS count, (SELECT source FROM a2a_governance_trail WHERE task_id = ? AND kind = 'feedback' ORDER BY id DESC LIMIT 1) AS last
-           FROM a2a_governance_trail WHERE task_id = ? AND kind = 'feedback'`,
+          `SELECT COUNT(*) AS count, (SELECT source FROM a2a_governance_trail WHERE task_id = ? AND kind = ? ORDER BY id DESC LIMIT 1) AS last
+           FROM a2a_governance_trail WHERE task_id = ? AND kind = ?`,
         )
-        .get(taskId, taskId) as { count: number; last: string | null };
-      return row.last === null ? { count: row.count } : { count: row.count, lastStatus: row.last as ReviewStatus };
+        .get(taskId, kind, taskId, kind) as { count: number; last: string | null };
     });
   }
 }
