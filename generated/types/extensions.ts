@@ -8,10 +8,20 @@ export type A2AMessageProjection = Schemas["extensions.A2AMessageProjection"];
 
 export type A2ATaskProjection = Schemas["extensions.A2ATaskProjection"];
 
+export type A2aCallInput = Schemas["extensions.A2aCallInput"];
+
+export type A2aCallResult = Schemas["extensions.A2aCallResult"];
+
+export type A2aDiscoverInput = Schemas["extensions.A2aDiscoverInput"];
+
+export type A2aDiscoverResult = Schemas["extensions.A2aDiscoverResult"];
+
 export type CacheTokenUsage = Schemas["extensions.CacheTokenUsage"];
 
 /** Bounds and defaults of the numeric fields of CacheTokenUsage. */
 export const CacheTokenUsageBounds = { read_tokens: { minimum: 0 }, write_tokens: { minimum: 0 } } as const;
+
+export type CliCallLine = Schemas["extensions.CliCallLine"];
 
 export type FileDiff = Schemas["extensions.FileDiff"];
 
@@ -109,6 +119,24 @@ export type OpenCodeErrorMetadata = Schemas["extensions.OpenCodeErrorMetadata"];
 export type OpenCodeMetadata = Schemas["extensions.OpenCodeMetadata"];
 
 export type OpenCodeWorkspaceRef = Schemas["extensions.OpenCodeWorkspaceRef"];
+
+export type PeerClientSettings = Schemas["extensions.PeerClientSettings"];
+
+export type PeerError = Schemas["extensions.PeerError"];
+
+export type PeerErrorCode = Schemas["extensions.PeerErrorCode"];
+
+/** The values of PeerErrorCode. */
+export const PeerErrorCodeValues = ["a2a_invalid_input", "a2a_target_refused", "a2a_invalid_agent_card", "a2a_peer_auth_failed", "a2a_peer_permission_denied", "a2a_timeout", "a2a_task_not_found", "a2a_unsupported_operation", "a2a_peer_protocol_error", "a2a_retryable_unavailable", "a2a_unavailable", "a2a_not_allowed", "a2a_call_failed"] as const satisfies readonly PeerErrorCode[];
+
+export type PeerInterface = Schemas["extensions.PeerInterface"];
+
+export type PeerSkill = Schemas["extensions.PeerSkill"];
+
+export type PeerTaskState = Schemas["extensions.PeerTaskState"];
+
+/** The values of PeerTaskState. */
+export const PeerTaskStateValues = ["submitted", "working", "input-required", "auth-required", "completed", "canceled", "failed", "rejected", "unknown"] as const satisfies readonly PeerTaskState[];
 
 export type PermissionDecision = Schemas["extensions.PermissionDecision"];
 

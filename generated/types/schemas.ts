@@ -2063,12 +2063,76 @@ export interface components {
         "extensions.A2ATaskProjection.RecordUnknown": {
             [key: string]: unknown;
         };
+        /** @description Input of the `a2a_call` tool: a message to a peer agent, new or continuing one of its tasks. */
+        "extensions.A2aCallInput": {
+            /** @description The peer: its base URL (the card is read from `/.well-known/agent-card.json`) or its agent card's URL. */
+            url: string;
+            /** @description The text sent to the peer. */
+            message: string;
+            /** @description The peer's context to continue (from an earlier result). */
+            context_id?: string;
+            /** @description The peer's task to continue (an `input-required` one: this message answers it). */
+            task_id?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description What an outbound call ended with (the `a2a_call` tool's structured result, `opencode-a2a call --json`'s last line). */
+        "extensions.A2aCallResult": {
+            /** @description The peer's agent card URL. */
+            url: string;
+            /** @description The peer's task (absent when the peer answered with a message only). */
+            task_id?: string;
+            context_id?: string;
+            state: components["schemas"]["extensions.PeerTaskState"];
+            /** @description The peer's answer: the text of its artifacts (its text parts; not reasoning), else of its last message. */
+            text: string;
+            /** @description `input-required` or `auth-required`: what the peer asks (its status message); answer with `task_id`. */
+            question?: string;
+            /** @description The protocol line and transport the call used. */
+            protocol_version: "0.3" | "1.0";
+            transport: "JSONRPC" | "HTTP+JSON";
+        };
+        /** @description Input of the `a2a_discover` tool. */
+        "extensions.A2aDiscoverInput": {
+            /** @description The peer: its base URL or its agent card's URL. */
+            url: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A peer's agent card, summarized (the `a2a_discover` tool's result). */
+        "extensions.A2aDiscoverResult": {
+            /** @description The card's URL. */
+            url: string;
+            name: string;
+            description?: string;
+            version?: string;
+            /** @description The protocol lines the peer speaks (`0.3`, `1.0`). */
+            protocol_versions: string[];
+            interfaces: components["schemas"]["extensions.PeerInterface"][];
+            skills: components["schemas"]["extensions.PeerSkill"][];
+            streaming: boolean;
+            push_notifications: boolean;
+            default_input_modes: string[];
+            default_output_modes: string[];
+        };
         /** @description Cache-related token counts inside `Usage`. */
         "extensions.CacheTokenUsage": {
             /** @description Tokens served from the provider's prompt cache. */
             read_tokens?: number;
             /** @description Tokens written into the provider's prompt cache. */
             write_tokens?: number;
+        };
+        /**
+         * @description One line of `opencode-a2a call --json`: each event the peer sent, as it arrived (`event`: the A2A 1.0
+         *     StreamResponse in its JSON form, whichever line the peer speaks), then one `result` or one `error` line.
+         */
+        "extensions.CliCallLine": {
+            event?: components["schemas"]["extensions.CliCallLine.RecordUnknown"];
+            result?: components["schemas"]["extensions.A2aCallResult"];
+            error?: components["schemas"]["extensions.PeerError"];
+        };
+        "extensions.CliCallLine.RecordUnknown": {
+            [key: string]: unknown;
         };
         /** @description Changes made to one file during the session. */
         "extensions.FileDiff": {
@@ -2488,6 +2552,72 @@ export interface components {
             /** @description OpenCode workspace id; sent upstream as `?workspace=`. */
             id: string;
         };
+        /**
+         * @description The outbound client's settings (the A2A_CLIENT_* variables; the README's configuration table gives defaults).
+         *     Read from the environment only, by the gateway and by `opencode-a2a call` alike.
+         */
+        "extensions.PeerClientSettings": {
+            /** @description Seconds allowed for one request to a peer, and the longest its stream may stay silent (default 30). */
+            A2A_CLIENT_TIMEOUT_SECONDS?: number;
+            /** @description Seconds allowed for fetching a peer's card (default 5). */
+            A2A_CLIENT_CARD_FETCH_TIMEOUT_SECONDS?: number;
+            /** @description Choose the transport by A2A_CLIENT_SUPPORTED_TRANSPORTS' order (true) or the card's (false, default). */
+            A2A_CLIENT_USE_CLIENT_PREFERENCE?: boolean;
+            /** @description Bearer token for peers in A2A_CLIENT_ALLOWED_HOSTS. */
+            A2A_CLIENT_BEARER_TOKEN?: string;
+            /** @description Basic credentials (`user:password` or its base64) for peers in A2A_CLIENT_ALLOWED_HOSTS. */
+            A2A_CLIENT_BASIC_AUTH?: string;
+            /** @description Transports the client may use, in order (`JSONRPC`, `HTTP+JSON`; default both, in that order). */
+            A2A_CLIENT_SUPPORTED_TRANSPORTS?: string;
+            /** @description Seconds a peer's card and client are reused (default 900). */
+            A2A_CLIENT_CACHE_TTL_SECONDS?: number;
+            /** @description Peers cached at once (default 256). */
+            A2A_CLIENT_CACHE_MAXSIZE?: number;
+            /** @description Poll a send's still-running task until it is terminal or needs input (default false). */
+            A2A_CLIENT_POLLING_FALLBACK_ENABLED?: boolean;
+            /** @description First wait between polls, seconds (default 0.5). */
+            A2A_CLIENT_POLLING_FALLBACK_INITIAL_INTERVAL_SECONDS?: number;
+            /** @description Longest wait between polls, seconds (default 2). */
+            A2A_CLIENT_POLLING_FALLBACK_MAX_INTERVAL_SECONDS?: number;
+            /** @description Growth of the wait between polls (at least 1; default 2). */
+            A2A_CLIENT_POLLING_FALLBACK_BACKOFF_MULTIPLIER?: number;
+            /** @description Polling stops after this many seconds (default 10). */
+            A2A_CLIENT_POLLING_FALLBACK_TIMEOUT_SECONDS?: number;
+            /** @description Hosts that may be called (`name`, `name:port`, `*.domain`), comma-separated; the only ones given credentials. */
+            A2A_CLIENT_ALLOWED_HOSTS?: string;
+            /** @description Allow peers on loopback, private, link-local and other reserved addresses (default false). */
+            A2A_CLIENT_ALLOW_PRIVATE_HOSTS?: boolean;
+        };
+        /** @description A failed outbound call. */
+        "extensions.PeerError": {
+            code: components["schemas"]["extensions.PeerErrorCode"];
+            message: string;
+            /** @description What is known about the failure: `status` (HTTP), `reason` (the peer's A2A error), `host`, `address`. */
+            details?: components["schemas"]["extensions.PeerError.RecordUnknown"];
+        };
+        "extensions.PeerError.RecordUnknown": {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Why an outbound call failed.
+         * @enum {string}
+         */
+        "extensions.PeerErrorCode": "a2a_invalid_input" | "a2a_target_refused" | "a2a_invalid_agent_card" | "a2a_peer_auth_failed" | "a2a_peer_permission_denied" | "a2a_timeout" | "a2a_task_not_found" | "a2a_unsupported_operation" | "a2a_peer_protocol_error" | "a2a_retryable_unavailable" | "a2a_unavailable" | "a2a_not_allowed" | "a2a_call_failed";
+        /** @description One interface a peer offers. */
+        "extensions.PeerInterface": {
+            url: string;
+            transport: string;
+            protocol_version: string;
+        };
+        /** @description One skill of a peer. */
+        "extensions.PeerSkill": {
+            id: string;
+            name: string;
+            description?: string;
+            tags?: string[];
+        };
+        /** @description A peer task's state, in A2A 0.3 spelling whichever line the peer speaks. */
+        "extensions.PeerTaskState": "submitted" | "working" | "input-required" | "auth-required" | "completed" | "canceled" | "failed" | "rejected" | "unknown";
         /** @description Id of a permission decision: allow this once, allow from now on, or refuse. */
         "extensions.PermissionDecision": "once" | "always" | "reject";
         /** @description Details of a permission request. */

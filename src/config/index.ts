@@ -110,6 +110,25 @@ function list(name: string, description: string): Variable<string[]> {
   };
 }
 
+const TRANSPORTS = ["JSONRPC", "HTTP+JSON"] as const;
+export type ClientTransport = (typeof TRANSPORTS)[number];
+
+/** An ordered list of A2A transports (`JSONRPC`, `HTTP+JSON`), each at most once. */
+function transports(name: string, description: string): Variable<ClientTransport[]> {
+  const base = list(name, description);
+  return {
+    ...base,
+    defaultText: TRANSPORTS.join(","),
+    parse(raw, env) {
+      const given = base.parse(raw, env);
+      if (given.length === 0) return [...TRANSPORTS];
+      const unknown = given.filter((t) => !(TRANSPORTS as readonly string[]).includes(t));
+      if (unknown.length > 0) fail(name, raw ?? "", `a list of ${TRANSPORTS.join(", ")}`);
+      return [...new Set(given)] as ClientTransport[];
+    },
+  };
+}
+
 function url(name: string, def: string | undefined, description: string): Variable<string | undefined> {
   return {
     name,
@@ -267,6 +286,21 @@ export const variables = {
   pushMaxConfigsPerTask: int("A2A_PUSH_MAX_CONFIGS_PER_TASK", 10, 1, 1_000, "Push notification configs one task may have; more are refused with INVALID_PARAMS."),
   interruptTtl: seconds("A2A_INTERRUPT_REQUEST_TTL_SECONDS", 10_800, 1, 2_592_000, "How long a permission or question request stays answerable through `a2a.interrupt.*`."),
   interruptTombstoneTtl: seconds("A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS", 600, 0, 2_592_000, "After expiry, replies get INTERRUPT_REQUEST_EXPIRED for this long, then INTERRUPT_REQUEST_NOT_FOUND."),
+  clientTimeout: seconds("A2A_CLIENT_TIMEOUT_SECONDS", 30, 0.1, 86_400, "Outbound A2A calls (the `a2a_call` tool, `opencode-a2a call`): time allowed for one request to a peer, and the longest a peer's stream may stay silent."),
+  clientCardFetchTimeout: seconds("A2A_CLIENT_CARD_FETCH_TIMEOUT_SECONDS", 5, 0.1, 3_600, "Outbound A2A calls: time allowed for fetching a peer's agent card."),
+  clientUseClientPreference: bool("A2A_CLIENT_USE_CLIENT_PREFERENCE", false, "Outbound A2A calls: choose the peer's transport by the order of A2A_CLIENT_SUPPORTED_TRANSPORTS (true) or by the order of the peer's card (false)."),
+  clientBearerToken: str("A2A_CLIENT_BEARER_TOKEN", undefined, "Outbound A2A calls: bearer token sent to peers, only to hosts listed in A2A_CLIENT_ALLOWED_HOSTS.", true),
+  clientBasicAuth: str("A2A_CLIENT_BASIC_AUTH", undefined, "Outbound A2A calls: Basic credentials (`user:password`, or its base64) sent to peers, only to hosts listed in A2A_CLIENT_ALLOWED_HOSTS; A2A_CLIENT_BEARER_TOKEN wins when both are set.", true),
+  clientSupportedTransports: transports("A2A_CLIENT_SUPPORTED_TRANSPORTS", "Outbound A2A calls: the transports the client may use, in order of preference (`JSONRPC`, `HTTP+JSON`)."),
+  clientCacheTtl: seconds("A2A_CLIENT_CACHE_TTL_SECONDS", 900, 0, 86_400, "Outbound A2A calls: how long a peer's resolved card and client are reused (0 = not cached)."),
+  clientCacheMaxSize: int("A2A_CLIENT_CACHE_MAXSIZE", 256, 1, 100_000, "Outbound A2A calls: peers whose card and client are cached at once (least recently used are dropped)."),
+  clientPollingFallback: bool("A2A_CLIENT_POLLING_FALLBACK_ENABLED", false, "Outbound A2A calls: when a peer's answer to a send is a task that is still running, poll it (`tasks/get`) until it is terminal, input-required or auth-required."),
+  clientPollingInitialInterval: seconds("A2A_CLIENT_POLLING_FALLBACK_INITIAL_INTERVAL_SECONDS", 0.5, 0.01, 3_600, "Polling fallback: the first wait between polls."),
+  clientPollingMaxInterval: seconds("A2A_CLIENT_POLLING_FALLBACK_MAX_INTERVAL_SECONDS", 2, 0.01, 3_600, "Polling fallback: the longest wait between polls."),
+  clientPollingBackoff: bounded(/^\d+(\.\d+)?$/, "a number")("A2A_CLIENT_POLLING_FALLBACK_BACKOFF_MULTIPLIER", 2, 1, 100, "Polling fallback: each wait is the previous one times this (at least 1)."),
+  clientPollingTimeout: seconds("A2A_CLIENT_POLLING_FALLBACK_TIMEOUT_SECONDS", 10, 0.1, 86_400, "Polling fallback: polling stops after this long and the last state is returned."),
+  clientAllowedHosts: list("A2A_CLIENT_ALLOWED_HOSTS", "Outbound A2A calls: the peer hosts that may be called (`name`, `name:port`, `*.domain`); empty: any host whose addresses are public. Credentials are sent only to hosts listed here."),
+  clientAllowPrivateHosts: bool("A2A_CLIENT_ALLOW_PRIVATE_HOSTS", false, "Outbound A2A calls: allow peers that resolve to loopback, private, link-local or other reserved addresses (checked at connect time). Off: such calls are refused."),
   governancePoliciesFile: str("A2A_GOVERNANCE_POLICIES_FILE", undefined, "Path of the governance policy file (JSON, `{\"rules\": [...], \"governors\": [...], \"follow_up\": {...}}`): ordered rules that approve or reject OpenCode permission requests before a client is asked, and the post-run governors that review completed turns (see Governance). Re-read when it changes (a bad version is logged and the last good one stays); a bad file at start stops the gateway. Unset: every request is left to a client and no turn is reviewed."),
   metricsEnabled: bool("A2A_METRICS_ENABLED", true, "Serve Prometheus metrics at `GET /metrics` (authenticated)."),
   sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
@@ -334,4 +368,28 @@ export function loadConfig(env: Env = process.env, packageVersion = "0.0.0"): Co
 /** Reads `.env` from the working directory into process.env (existing variables win). */
 export function loadDotEnv(file = ".env"): void {
   if (fs.existsSync(file)) process.loadEnvFile(file);
+}
+
+type ClientKey = Extract<keyof typeof variables, `client${string}`>;
+
+/** The outbound A2A client's settings (the A2A_CLIENT_* variables). */
+export type ClientSettings = Pick<Parsed, ClientKey>;
+
+/**
+ * Only the A2A_CLIENT_* variables (for `opencode-a2a call`, which needs none of the gateway's). Throws ConfigError
+ * listing every bad one.
+ */
+export function loadClientSettings(env: Env = process.env): ClientSettings {
+  const problems: string[] = [];
+  const parsed: Record<string, unknown> = {};
+  for (const [key, variable] of Object.entries(variables as Record<string, Variable<unknown>>)) {
+    if (!key.startsWith("client")) continue;
+    try {
+      parsed[key] = variable.parse(env[variable.name], env);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return parsed as ClientSettings;
 }

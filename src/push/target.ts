@@ -7,11 +7,13 @@
 // Unless A2A_PUSH_ALLOW_PRIVATE_NETWORKS is set, loopback, private (RFC 1918, RFC 4193), link-local (cloud metadata
 // at 169.254.169.254 included), CGNAT, multicast, unspecified and reserved addresses are refused: a caller must not
 // be able to make the gateway POST into the network it runs in.
-import dns from "node:dns";
 import net from "node:net";
 import type { LookupFunction } from "node:net";
 import { at, invalid } from "../protocol/codec/common.js";
 import type { PushConfig } from "../protocol/model.js";
+import { AddressRefused, guardedLookup as addressGuard, hostOf, isPrivateAddress } from "../util/network-policy.js";
+
+export { hostOf, isPrivateAddress };
 
 export const MAX_URL_LENGTH = 2048;
 export const MAX_HEADER_VALUE_LENGTH = 4096;
@@ -70,84 +72,15 @@ function headerValue(value: string | undefined, field: string): void {
   if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) throw invalid(field, "must not contain control characters");
 }
 
-/** The URL's host without IPv6 brackets and without a trailing dot. */
-export function hostOf(url: URL): string {
-  const h = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  return h.endsWith(".") ? h.slice(0, -1).toLowerCase() : h.toLowerCase();
-}
-
-// ---- addresses -----------------------------------------------------------------------------------------------
-
-const blocked = new net.BlockList();
-for (const [address, prefix] of [
-  ["0.0.0.0", 8], // "this network", unspecified
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10], // CGNAT
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16], // link-local, cloud metadata
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24], // IETF protocol assignments
-  ["192.0.2.0", 24], // documentation
-  ["192.88.99.0", 24], // 6to4 relay anycast
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15], // benchmarking
-  ["198.51.100.0", 24],
-  ["203.0.113.0", 24],
-  ["224.0.0.0", 4], // multicast
-  ["240.0.0.0", 4], // reserved, broadcast
-] as const)
-  blocked.addSubnet(address, prefix, "ipv4");
-for (const [address, prefix] of [
-  ["::", 96], // unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d
-  ["2001::", 32], // Teredo (embeds IPv4)
-  ["2001:10::", 28], // ORCHID
-  ["2002::", 16], // 6to4 (embeds IPv4)
-  ["fec0::", 10], // deprecated site-local
-  ["64:ff9b::", 96], // NAT64 (embeds IPv4)
-  ["64:ff9b:1::", 48], // local-use NAT64
-  ["::ffff:0:0:0", 96], // SIIT (embeds IPv4)
-  ["100::", 64], // discard
-  ["2001:db8::", 32], // documentation
-  ["fc00::", 7], // unique local
-  ["fe80::", 10], // link-local
-  ["ff00::", 8], // multicast
-] as const)
-  blocked.addSubnet(address, prefix, "ipv6");
-
-/** True for an address a push notification must not reach unless private networks are allowed. */
-export function isPrivateAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return blocked.check(address, "ipv4");
-  if (family !== 6) return true; // not an IP address at all: refuse
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return blocked.check(mapped[1]!, "ipv4");
-  return blocked.check(address, "ipv6");
-}
-
-export class PushTargetRefused extends Error {
-  constructor(readonly host: string, readonly address: string) {
-    super(`push notification target ${host} resolves to ${address}, a private or reserved address (A2A_PUSH_ALLOW_PRIVATE_NETWORKS is off)`);
+/** A push target that resolves to a refused address (A2A_PUSH_ALLOW_PRIVATE_NETWORKS is off). */
+export class PushTargetRefused extends AddressRefused {
+  constructor(host: string, address: string) {
+    super(host, address, "push notification target", "A2A_PUSH_ALLOW_PRIVATE_NETWORKS");
     this.name = "PushTargetRefused";
   }
 }
 
-/**
- * A DNS lookup for node:http(s) that fails the connection with PushTargetRefused when the host (a name or an IP
- * literal) resolves to a refused address. Every resolved address is checked, not only the one used.
- */
+/** The connect-time DNS check of push deliveries (util/network-policy.ts), failing with PushTargetRefused. */
 export function guardedLookup(allowPrivate: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) return callback(error, "", 0);
-      const list = addresses as dns.LookupAddress[];
-      if (!allowPrivate) {
-        const refused = list.find((a) => isPrivateAddress(a.address));
-        if (refused !== undefined) return callback(new PushTargetRefused(hostname, refused.address), "", 0);
-      }
-      if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
-      const first = list[0];
-      if (first === undefined) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "", 0);
-      callback(null, first.address, first.family);
-    });
-  };
+  return addressGuard(allowPrivate, (host, address) => new PushTargetRefused(host, address));
 }

@@ -13,6 +13,7 @@ export const LAYERS = {
   auth: ["config", "contract", "storage", "util"],
   observability: ["config", "contract", "logging", "storage", "tracing", "util"],
   upstream: ["config", "contract", "logging", "observability", "tracing", "util"],
+  client: ["config", "contract", "util"],
   bridge: ["auth", "config", "contract", "protocol", "tracing", "upstream", "util"],
   runtime: ["auth", "bridge", "config", "contract", "observability", "protocol", "storage", "tracing", "upstream", "util"],
   push: ["auth", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "util"],
