@@ -1,6 +1,8 @@
 // loadConfig: defaults, parsing, and one ConfigError listing every bad variable.
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, secretVariables, variables } from "../../src/config/index.js";
+import fs from "node:fs";
+import path from "node:path";
+import { ConfigError, loadClientSettings, loadConfig, secretVariables, variables } from "../../src/config/index.js";
 
 const TOKEN = "unit-test-token-0123456789";
 
@@ -123,5 +125,47 @@ describe("loadConfig", () => {
       expect(v.name).toMatch(/^((A2A|OPENCODE)_[A-Z0-9_]+|OTEL_EXPORTER_OTLP_(TRACES_)?ENDPOINT)$/);
       expect(v.description.length, v.name).toBeGreaterThan(0);
     }
+  });
+});
+
+describe("the outbound client's settings", () => {
+  it("are exactly the A2A_CLIENT_* variables the spec declares (PeerClientSettings), credentials secret", () => {
+    const schema = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "../../generated/json-schema/extensions/PeerClientSettings.json"), "utf8")) as { properties: Record<string, unknown> };
+    const declared = Object.keys(schema.properties).sort();
+    const read = Object.values(variables)
+      .map((v) => v.name)
+      .filter((n) => n.startsWith("A2A_CLIENT_"))
+      .sort();
+    expect(read).toEqual(declared);
+    expect(read).toHaveLength(15);
+    expect(secretVariables).toEqual(expect.arrayContaining(["A2A_CLIENT_BEARER_TOKEN", "A2A_CLIENT_BASIC_AUTH"]));
+  });
+
+  it("load alone (no gateway token needed), with the seed's defaults; bad values are listed", () => {
+    const s = loadClientSettings({});
+    expect(s).toMatchObject({
+      clientTimeout: 30,
+      clientCardFetchTimeout: 5,
+      clientUseClientPreference: false,
+      clientSupportedTransports: ["JSONRPC", "HTTP+JSON"],
+      clientCacheTtl: 900,
+      clientCacheMaxSize: 256,
+      clientPollingFallback: false,
+      clientPollingInitialInterval: 0.5,
+      clientPollingMaxInterval: 2,
+      clientPollingBackoff: 2,
+      clientPollingTimeout: 10,
+      clientAllowedHosts: [],
+      clientAllowPrivateHosts: false,
+    });
+    expect(loadClientSettings({ A2A_CLIENT_SUPPORTED_TRANSPORTS: "HTTP+JSON, JSONRPC, HTTP+JSON" }).clientSupportedTransports).toEqual(["HTTP+JSON", "JSONRPC"]);
+    let error: unknown;
+    try {
+      loadClientSettings({ A2A_CLIENT_SUPPORTED_TRANSPORTS: "GRPC", A2A_CLIENT_POLLING_FALLBACK_BACKOFF_MULTIPLIER: "0.5", A2A_CLIENT_TIMEOUT_SECONDS: "soon" });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((p) => p.split("=")[0])).toEqual(["A2A_CLIENT_TIMEOUT_SECONDS", "A2A_CLIENT_SUPPORTED_TRANSPORTS", "A2A_CLIENT_POLLING_FALLBACK_BACKOFF_MULTIPLIER"]);
   });
 });
