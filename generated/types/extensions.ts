@@ -103,6 +103,27 @@ export type InterruptRecoveryResult = Schemas["extensions.InterruptRecoveryResul
 
 export type InterruptReplyResult = Schemas["extensions.InterruptReplyResult"];
 
+export type MessageSessionEntry = Schemas["extensions.MessageSessionEntry"];
+
+export type MessagesBufferParams = Schemas["extensions.MessagesBufferParams"];
+
+export type MessagesBufferResult = Schemas["extensions.MessagesBufferResult"];
+
+export type MessagesGetParams = Schemas["extensions.MessagesGetParams"];
+
+export type MessagesGetResult = Schemas["extensions.MessagesGetResult"];
+
+export type MessagesListSessionsParams = Schemas["extensions.MessagesListSessionsParams"];
+
+export type MessagesListSessionsResult = Schemas["extensions.MessagesListSessionsResult"];
+
+export type MessagesSendParams = Schemas["extensions.MessagesSendParams"];
+
+/** Bounds and defaults of the numeric fields of MessagesSendParams. */
+export const MessagesSendParamsBounds = { await_timeout_seconds: { minimum: 1, maximum: 3600 } } as const;
+
+export type MessagesSendResult = Schemas["extensions.MessagesSendResult"];
+
 export type ModelSelection = Schemas["extensions.ModelSelection"];
 
 export type ModelSummary = Schemas["extensions.ModelSummary"];
@@ -229,6 +250,8 @@ export type SessionListParams = Schemas["extensions.SessionListParams"];
 
 /** Bounds and defaults of the numeric fields of SessionListParams. */
 export const SessionListParamsBounds = { start: { minimum: 0 }, limit: { minimum: 1, maximum: 100, default: 20 } } as const;
+
+export type SessionMessage = Schemas["extensions.SessionMessage"];
 
 export type SessionMessageGetParams = Schemas["extensions.SessionMessageGetParams"];
 

@@ -20,6 +20,10 @@ export type MethodName =
   | "message/send"
   | "message/stream"
   | "opencode.governance.history"
+  | "opencode.messages.buffer"
+  | "opencode.messages.get"
+  | "opencode.messages.list_sessions"
+  | "opencode.messages.send"
   | "opencode.models.list"
   | "opencode.permissions.list"
   | "opencode.projects.current"
@@ -80,6 +84,7 @@ export type ErrorReason =
   | "INVALID_AGENT_RESPONSE"
   | "INVALID_PARAMS"
   | "INVALID_REQUEST"
+  | "MESSAGE_NOT_FOUND"
   | "METHOD_NOT_SUPPORTED"
   | "NOT_IMPLEMENTED"
   | "ORIGIN_NOT_ALLOWED"
@@ -89,6 +94,7 @@ export type ErrorReason =
   | "RATE_LIMITED"
   | "ROUTE_NOT_FOUND"
   | "SCOPE_INSUFFICIENT"
+  | "SESSION_AMBIGUOUS"
   | "SESSION_FORBIDDEN"
   | "SESSION_NOT_FOUND"
   | "STREAM_BUDGET_EXCEEDED"
@@ -124,7 +130,7 @@ export type OperationName =
   | "subscribe";
 
 /** The deployment toggles methods are conditional on (`@conditional`). */
-export const TOGGLES = ["A2A_ENABLE_SESSION_SHELL", "A2A_ENABLE_SUBTASKS", "A2A_ENABLE_WORKSPACE_MUTATIONS"] as const;
+export const TOGGLES = ["A2A_ENABLE_MESSAGES", "A2A_ENABLE_SESSION_SHELL", "A2A_ENABLE_SUBTASKS", "A2A_ENABLE_WORKSPACE_MUTATIONS"] as const;
 
 /** Params and result of every method, as their JSON Schemas declare them. */
 export interface MethodTypes {
@@ -158,6 +164,14 @@ export interface MethodTypes {
   "message/stream": { params: V0_3.MessageSendParams; result: V0_3.StreamEvent };
   /** The governance trail of a task of the caller (an admin: of any task). Another principal's task is not found. */
   "opencode.governance.history": { params: Extensions.GovernanceHistoryParams; result: Extensions.GovernanceHistory };
+  /** List a session's buffer, or accept one of its messages (which is then delivered). */
+  "opencode.messages.buffer": { params: Extensions.MessagesBufferParams; result: Extensions.MessagesBufferResult };
+  /** A message and its thread of replies (messages to or from the caller's sessions). */
+  "opencode.messages.get": { params: Extensions.MessagesGetParams; result: Extensions.MessagesGetResult };
+  /** The caller's sessions of a directory (its own; an admin: all), with their activity and buffer size. */
+  "opencode.messages.list_sessions": { params: Extensions.MessagesListSessionsParams; result: Extensions.MessagesListSessionsResult };
+  /** Create, iterate or send a message (see MessagesSendParams). */
+  "opencode.messages.send": { params: Extensions.MessagesSendParams; result: Extensions.MessagesSendResult };
   /** List the upstream models, optionally of one provider. */
   "opencode.models.list": { params: Extensions.ModelsListParams; result: Extensions.ModelsListResult };
   /** The caller's pending permission requests. */
@@ -260,6 +274,7 @@ export const FAMILIES = {
   Governance: ["opencode.governance.history"],
   InteractiveInterrupt: ["a2a.interrupt.permission.reply", "a2a.interrupt.question.reject", "a2a.interrupt.question.reply", "tasks/provideInputAndContinue"],
   InterruptRecovery: ["opencode.permissions.list", "opencode.questions.list"],
+  Messages: ["opencode.messages.buffer", "opencode.messages.get", "opencode.messages.list_sessions", "opencode.messages.send"],
   ProviderDiscovery: ["opencode.models.list", "opencode.providers.list"],
   PushNotificationConfigs: ["push.delete", "push.get", "push.list", "push.set"],
   Sessions: ["opencode.sessions.children", "opencode.sessions.command", "opencode.sessions.diff", "opencode.sessions.fork", "opencode.sessions.get", "opencode.sessions.list", "opencode.sessions.messages.get", "opencode.sessions.messages.list", "opencode.sessions.prompt_async", "opencode.sessions.revert", "opencode.sessions.share", "opencode.sessions.shell", "opencode.sessions.status", "opencode.sessions.summarize", "opencode.sessions.todo", "opencode.sessions.unrevert", "opencode.sessions.unshare"],
@@ -308,6 +323,18 @@ export interface InterruptRecoveryHandlers<C> {
   "opencode.permissions.list": Handler<"opencode.permissions.list", C>;
   /** The caller's pending question requests. */
   "opencode.questions.list": Handler<"opencode.questions.list", C>;
+}
+
+/** opencode.messages.list_sessions / send / buffer / get: messages between OpenCode sessions with threads, drafts and an inbox that must be accepted (seed 002). */
+export interface MessagesHandlers<C> {
+  /** List a session's buffer, or accept one of its messages (which is then delivered). */
+  "opencode.messages.buffer": Handler<"opencode.messages.buffer", C>;
+  /** A message and its thread of replies (messages to or from the caller's sessions). */
+  "opencode.messages.get": Handler<"opencode.messages.get", C>;
+  /** The caller's sessions of a directory (its own; an admin: all), with their activity and buffer size. */
+  "opencode.messages.list_sessions": Handler<"opencode.messages.list_sessions", C>;
+  /** Create, iterate or send a message (see MessagesSendParams). */
+  "opencode.messages.send": Handler<"opencode.messages.send", C>;
 }
 
 /** opencode.providers.list and opencode.models.list: normalized provider and model catalog. */

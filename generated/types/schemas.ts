@@ -2463,6 +2463,115 @@ export interface components {
             /** @description The request that was answered. */
             request_id: string;
         };
+        /** @description An OpenCode session a principal may message. */
+        "extensions.MessageSessionEntry": {
+            id: string;
+            title: string;
+            directory: string;
+            /** @description Whether it is working now (OpenCode's session status). */
+            active: boolean;
+            parent_id?: string;
+            /** @description Messages waiting in its buffer. */
+            buffered: number;
+            /** @description When it last changed (ms since the epoch, OpenCode's `time.updated`). */
+            updated?: number;
+        };
+        /** @description Params of `opencode.messages.buffer` (seed 002's `buffer`). */
+        "extensions.MessagesBufferParams": {
+            /** @description The receiving session whose buffer this is (a session id or unique prefix of the caller's). */
+            session: string;
+            /**
+             * @description Absent or `false`: list the buffer. `true` or `oldest`: accept the oldest; `newest`: the most recent; a message
+             *     id; a number: the message with that id, else the message at that position of the list (1 = oldest).
+             */
+            accept?: boolean | string | number;
+            /** @description Also list the replies the session received (delivered at once, never buffered). */
+            replies?: boolean;
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        } & {
+            [key: string]: unknown;
+        };
+        "extensions.MessagesBufferResult": {
+            session: string;
+            /** @description The buffer (oldest first; position 1 is the oldest) after the call. */
+            messages: components["schemas"]["extensions.SessionMessage"][];
+            /** @description The message accepted (and delivered) by this call. */
+            accepted?: components["schemas"]["extensions.SessionMessage"];
+            /** @description `replies`: the replies the session received, oldest first. */
+            replies?: components["schemas"]["extensions.SessionMessage"][];
+            /** @description For an agent reading the list: show these to the user, do not act on them now (seed 002). */
+            instruction?: string;
+        };
+        /** @description Params of `opencode.messages.get`. */
+        "extensions.MessagesGetParams": {
+            id: string;
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        } & {
+            [key: string]: unknown;
+        };
+        "extensions.MessagesGetResult": {
+            message: components["schemas"]["extensions.SessionMessage"];
+            /** @description Its thread: every reply, and replies to them, oldest first. */
+            replies: components["schemas"]["extensions.SessionMessage"][];
+        };
+        /** @description Params of `opencode.messages.list_sessions`. */
+        "extensions.MessagesListSessionsParams": {
+            /** @description Only sessions of this directory (default: the request's directory, else the workspace root). */
+            dir?: string;
+            /** @description Only working (true) or only idle (false) sessions; absent: both. */
+            active?: boolean;
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        } & {
+            [key: string]: unknown;
+        };
+        "extensions.MessagesListSessionsResult": {
+            sessions: components["schemas"]["extensions.MessageSessionEntry"][];
+        };
+        /** @description Params of `opencode.messages.send` (seed 002's `send-message`). */
+        "extensions.MessagesSendParams": {
+            /**
+             * @description Where to: `new` (default: a new session), `fork` (a fork of `from_session`, see `fork`), a session id, or a
+             *     unique prefix of the id of one of the caller's sessions (an ambiguous prefix is SESSION_AMBIGUOUS).
+             */
+            session?: string;
+            /**
+             * @description Send to a fork of `from_session` (then `session` must be absent or `fork`): `true` forks the whole session (at
+             *     its most recent message), N forks it N messages back (the fork holds every message before the Nth last).
+             */
+            fork?: boolean | number;
+            /** @description The text. Required for a new message; for `iterate`, the new ready form. */
+            message?: string;
+            /** @description The id of the message this one answers: a reply is delivered at once, never buffered. */
+            reply?: string;
+            /** @description Keep it as a draft (not delivered). With `iterate`, `false` sends the draft. */
+            draft?: boolean;
+            /** @description The message's id: given for a new message (default: a new UUID), or the message to update with `iterate`. */
+            id?: string;
+            /** @description Update the draft `id` (its text and `draft` state) instead of creating a message. */
+            iterate?: boolean;
+            /** @description Seed 002's future `elaborate` (extra processing before a message is ready): not supported; `true` is refused. */
+            elaborate?: boolean;
+            /** @description The caller's session that sends it (`from`); needed for `fork`. Must be one of the caller's sessions. */
+            from_session?: string;
+            /**
+             * @description Request-response: wait until the receiving session has answered the delivered message and return its answer
+             *     as a reply message (`in_reply_to` = this message), at most `await_timeout_seconds`. A buffered message is
+             *     answered only once accepted: the call then returns at once and the reply is threaded when it comes.
+             */
+            await_reply?: boolean;
+            await_timeout_seconds?: number;
+            metadata?: components["schemas"]["extensions.RequestMetadata"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description What `opencode.messages.send` did. */
+        "extensions.MessagesSendResult": {
+            message: components["schemas"]["extensions.SessionMessage"];
+            /** @description `await_reply`: the receiving session's answer, once it came within the time allowed. */
+            reply?: components["schemas"]["extensions.SessionMessage"];
+            /** @description `await_reply` that did not get an answer in time, or whose message waits in a buffer: why. */
+            awaiting?: string;
+        };
         /**
          * @description A provider/model pair. Used at `metadata.shared.model` to override the upstream default for one chat request, and
          *     by session-control requests that accept a `model`. Both ids keep OpenCode's spelling and must be given together.
@@ -3002,6 +3111,40 @@ export interface components {
             limit?: number;
             /** @description Routing hints. */
             metadata?: components["schemas"]["extensions.RequestMetadata"];
+        };
+        /**
+         * @description A message between OpenCode sessions (seed 002's message, with its field names), kept in the gateway's database.
+         *     Times are nanoseconds since the Unix epoch, as decimal strings (they do not fit a JSON number exactly).
+         */
+        "extensions.SessionMessage": {
+            id: string;
+            /** @description When it was first stored (ns). */
+            created_at: string;
+            /** @description When it last changed (ns). */
+            updated_at: string;
+            /** @description The sending session; null when an A2A client sent it without naming one of its sessions. */
+            from: string | null;
+            /**
+             * @description The receiving session's id (`new` and `fork` are resolved to the session created for it); null only for the
+             *     reply to a request an A2A client sent without naming one of its sessions (kept in the thread, delivered nowhere).
+             */
+            to: string | null;
+            /** @description The message this one answers (a thread: `opencode.messages.get` lists a message's replies). */
+            in_reply_to: string | null;
+            /** @description Not ready: kept, never delivered, until it is sent (again `send` with `id` and `iterate: true`). */
+            draft: boolean;
+            /** @description Waiting in the receiver's buffer until it is accepted (`buffer` with `accept`), then delivered. */
+            buffered: boolean;
+            /** @description When it was accepted from the buffer (ns); null while it waits (and for messages that were never buffered). */
+            accepted_at: string | null;
+            /** @description The session that accepted it when that is not `to` (null otherwise, and when an A2A client accepted it). */
+            accepted_by: string | null;
+            /** @description The text as first given (before any iteration of the draft). */
+            initial: string;
+            /** @description The text in its ready form (the latest iteration). */
+            message: string;
+            /** @description When it was prompted into `to` (ns); null until then (drafts, buffered messages). */
+            delivered_at: string | null;
         };
         /** @description Params of `opencode.sessions.messages.get`. */
         "extensions.SessionMessageGetParams": {

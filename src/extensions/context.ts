@@ -1,5 +1,5 @@
 // What every extension family handler may use. Families live in one file each (sessions/, discovery.ts,
-// workspace.ts, interrupts.ts, subtasks.ts) and export `handlers(deps)`, an object that satisfies the family's
+// workspace.ts, interrupts.ts, subtasks.ts, messages.ts) and export `handlers(deps)`, an object that satisfies the family's
 // generated handler interface (generated/types/methods.ts).
 import type { Logger } from "pino";
 import type { A2AMessageProjection, A2ATaskProjection } from "../../generated/types/extensions.js";
@@ -13,6 +13,7 @@ import type { TaskRuntime } from "../runtime/tasks.js";
 import type { InterruptRegistry } from "./interrupt-registry.js";
 import type { Storage } from "../storage/index.js";
 import type { SubtaskService } from "../subtasks/service.js";
+import type { MessageService } from "../messages/service.js";
 import type { EventHub } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
 
@@ -27,6 +28,8 @@ export interface ExtensionDeps {
   sessions: SessionResolver;
   /** opencode.subtasks.*: named agents run as subtasks. */
   subtasks: SubtaskService;
+  /** opencode.messages.*: messages between OpenCode sessions. */
+  messages: MessageService;
   routing: RoutingPolicy;
   metrics: Metrics;
   log: Pick<Logger, "info" | "warn" | "error" | "debug">;

@@ -5,6 +5,7 @@ import type { ExtensionHandlers } from "../operations/index.js";
 import type { ExtensionDeps } from "./context.js";
 import { handlers as discovery } from "./discovery.js";
 import { handlers as interrupts } from "./interrupts.js";
+import { handlers as messages } from "./messages.js";
 import { handlers as sessions } from "./sessions/index.js";
 import { handlers as subtasks } from "./subtasks.js";
 import { handlers as workspace } from "./workspace.js";
@@ -12,5 +13,5 @@ import { handlers as workspace } from "./workspace.js";
 export type { ExtensionDeps } from "./context.js";
 
 export function extensionHandlers(deps: ExtensionDeps): ExtensionHandlers {
-  return { ...sessions(deps), ...discovery(deps), ...workspace(deps), ...interrupts(deps), ...subtasks(deps) } satisfies ExtensionHandlers;
+  return { ...sessions(deps), ...discovery(deps), ...workspace(deps), ...interrupts(deps), ...subtasks(deps), ...messages(deps) } satisfies ExtensionHandlers;
 }

@@ -26,6 +26,8 @@ import { InterruptRegistry } from "../extensions/interrupt-registry.js";
 import { openStorage, sessionRecordsView, type Storage } from "../storage/index.js";
 import { StoreHealth } from "../storage/health.js";
 import { SubtaskService, subtaskLimits } from "../subtasks/service.js";
+import { MessageService } from "../messages/service.js";
+import { SessionDirectory } from "../messages/sessions.js";
 import { ModelMonitor } from "../upstream/model-check.js";
 import { traceFields, type TraceContext } from "../tracing/index.js";
 import { startSpanExport } from "../tracing/otel.js";
@@ -282,6 +284,15 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
             limits,
             metrics,
             log: log.child({ component: "subtasks" }),
+          }),
+          messages: new MessageService({
+            store: storage.messages,
+            directory: new SessionDirectory({ upstream: deps.upstream.client, sessions, owners: storage.sessions, activeOnly: config.messagesActiveOnly }),
+            upstream: deps.upstream.client,
+            hub: deps.upstream.hub,
+            defaultSession: config.messagesDefaultSession!,
+            awaitTimeoutMs: config.messagesAwaitTimeout * 1000,
+            log: log.child({ component: "messages" }),
           }),
           routing,
           metrics,

@@ -5,6 +5,7 @@
 import { MemoryAuditStore, SqliteAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
 import { MemoryGovernanceStore, SqliteGovernanceStore, type GovernanceStore } from "./governance.js";
+import { MemoryMessageStore, SqliteMessageStore, type MessageStore } from "./messages.js";
 import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
@@ -52,6 +53,8 @@ export interface Storage {
   subtaskCalls: SubtaskCallStore;
   /** The governance trail: decisions on interrupt requests and governor feedback, per task. */
   governance: GovernanceStore;
+  /** Messages between OpenCode sessions (seed 002). */
+  messages: MessageStore;
   /** The SQLite database (sqlite backend only): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
   close(): void;
@@ -81,6 +84,7 @@ export function openStorage(options: StorageOptions): Storage {
       audit: new MemoryAuditStore(),
       subtaskCalls: new MemorySubtaskCallStore(),
       governance: new MemoryGovernanceStore(),
+      messages: new MemoryMessageStore(),
       close: () => {},
     };
   }
@@ -99,6 +103,7 @@ export function openStorage(options: StorageOptions): Storage {
       audit: new SqliteAuditStore(db),
       subtaskCalls: new SqliteSubtaskCallStore(db),
       governance: new SqliteGovernanceStore(db),
+      messages: new SqliteMessageStore(db),
       database: db,
       close: () => db.close(),
     };
@@ -117,4 +122,5 @@ export * from "./interrupts.js";
 export * from "./audit.js";
 export * from "./subtask-calls.js";
 export * from "./governance.js";
+export * from "./messages.js";
 export * from "../config/store-url.js";

@@ -214,6 +214,30 @@ CREATE UNIQUE INDEX IF NOT EXISTS a2a_governance_trail_request ON a2a_governance
 CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
 `;
 
+// Messages between OpenCode sessions (src/storage/messages.ts, seed 002): by id; a session's buffer (to_session,
+// waiting, oldest first), replies by parent, and a principal's messages. Times are nanoseconds.
+const V10 = `
+CREATE TABLE IF NOT EXISTS a2a_session_messages (
+  id           TEXT PRIMARY KEY,
+  owner        TEXT NOT NULL,
+  created_at   INTEGER NOT NULL,
+  updated_at   INTEGER NOT NULL,
+  from_session TEXT,
+  to_session   TEXT,
+  in_reply_to  TEXT,
+  await_reply  INTEGER NOT NULL,
+  draft        INTEGER NOT NULL,
+  buffered     INTEGER NOT NULL,
+  accepted_at  INTEGER,
+  accepted_by  TEXT,
+  initial      TEXT NOT NULL,
+  message      TEXT NOT NULL,
+  delivered_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS a2a_session_messages_buffer ON a2a_session_messages (to_session, buffered, created_at);
+CREATE INDEX IF NOT EXISTS a2a_session_messages_reply ON a2a_session_messages (in_reply_to, created_at);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
@@ -224,6 +248,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, description: "subtask calls (opencode.subtasks.run)", up: (db) => db.exec(V7) },
   { version: 8, description: "push quiet hours: outbox held_until, coalesce_key", up: v8 },
   { version: 9, description: "governance trail (permission decisions, governor feedback)", up: (db) => db.exec(V9) },
+  { version: 10, description: "messages between OpenCode sessions (seed 002)", up: (db) => db.exec(V10) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

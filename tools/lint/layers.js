@@ -19,12 +19,13 @@ export const LAYERS = {
   push: ["auth", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "util"],
   operations: ["auth", "contract", "protocol", "push", "runtime", "tracing", "util"],
   subtasks: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
+  messages: ["auth", "bridge", "config", "contract", "protocol", "storage", "upstream", "util"],
   governance: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
-  extensions: ["auth", "bridge", "config", "contract", "governance", "observability", "operations", "protocol", "runtime", "storage", "subtasks", "tracing", "upstream", "util"],
+  extensions: ["auth", "bridge", "config", "contract", "governance", "messages", "observability", "operations", "protocol", "runtime", "storage", "subtasks", "tracing", "upstream", "util"],
   discovery: ["auth", "config", "contract", "protocol", "util"],
   pipeline: ["auth", "config", "contract", "logging", "observability", "protocol", "tracing", "util"],
   transport: ["auth", "contract", "discovery", "logging", "observability", "operations", "pipeline", "protocol", "tracing", "util"],
-  server: ["auth", "bridge", "config", "contract", "discovery", "extensions", "governance", "logging", "observability", "operations", "pipeline", "protocol", "push", "runtime", "storage", "subtasks", "tracing", "transport", "upstream", "util"],
+  server: ["auth", "bridge", "config", "contract", "discovery", "extensions", "governance", "messages", "logging", "observability", "operations", "pipeline", "protocol", "push", "runtime", "storage", "subtasks", "tracing", "transport", "upstream", "util"],
   cli: ["auth", "config", "contract", "logging", "server", "storage", "upstream", "util"],
 };
 
