@@ -110,22 +110,6 @@ function list(name: string, description: string): Variable<string[]> {
   };
 }
 
-/** A list of names out of `values` (each at most once); empty: all of them; `none`: none. */
-function oneOfList<T extends string>(name: string, values: readonly T[], description: string): Variable<T[]> {
-  const base = list(name, description);
-  return {
-    ...base,
-    defaultText: values.join(","),
-    parse(raw, env) {
-      const given = base.parse(raw, env);
-      if (given.length === 0) return [...values];
-      if (given.length === 1 && given[0] === "none") return [];
-      if (given.some((g) => !(values as readonly string[]).includes(g))) fail(name, raw ?? "", `a list of ${values.join(", ")} (or none)`);
-      return [...new Set(given)] as T[];
-    },
-  };
-}
-
 const TRANSPORTS = ["JSONRPC", "HTTP+JSON"] as const;
 export type ClientTransport = (typeof TRANSPORTS)[number];
 
@@ -251,7 +235,6 @@ export const variables = {
   enableSessionShell: bool("A2A_ENABLE_SESSION_SHELL", false, "Enable the high-risk `opencode.sessions.shell` method."),
   enableWorkspaceMutations: bool("A2A_ENABLE_WORKSPACE_MUTATIONS", false, "Enable `opencode.workspaces.create/remove` and `opencode.worktrees.create/remove/reset`."),
   enableMessages: bool("A2A_ENABLE_MESSAGES", true, "Enable `opencode.messages.*` (messages between OpenCode sessions: threads, drafts, buffers; seed 002)."),
-  messagesTools: oneOfList("A2A_MESSAGES_TOOLS", ["list-session", "send-message", "buffer"] as const, "The messaging tools the gateway's MCP endpoint offers the agents inside OpenCode (`list-session`, `send-message`, `buffer`; default all; `none` for none)."),
   messagesCurrentDirectoryOnly: bool("A2A_MESSAGES_CURRENT_DIRECTORY_ONLY", false, "Messaging: only sessions of the caller's directory can be listed and addressed (the `dir` parameter cannot name another)."),
   messagesActiveOnly: bool("A2A_MESSAGES_ACTIVE_ONLY", false, "Messaging: only working sessions are listed and can be addressed by id or prefix (new and fork sessions still can)."),
   messagesDefaultSession: str("A2A_MESSAGES_DEFAULT_SESSION", "new", "Messaging: where `send` goes when `session` and `fork` are absent: `new`, or a fixed session id."),

@@ -27,7 +27,7 @@ describe("loadConfig", () => {
     expect(String(config.gzipMinimumSize)).toBe(variables.gzipMinimumSize.defaultText);
     expect(config.agentVersion).toBe("9.9.9");
     expect(config.publicUrl).toBe(`http://${config.host}:${config.port}`);
-    expect(config.toggles).toEqual({ A2A_ENABLE_SESSION_SHELL: false, A2A_ENABLE_WORKSPACE_MUTATIONS: false, A2A_ENABLE_SUBTASKS: true });
+    expect(config.toggles).toEqual({ A2A_ENABLE_SESSION_SHELL: false, A2A_ENABLE_WORKSPACE_MUTATIONS: false, A2A_ENABLE_SUBTASKS: true, A2A_ENABLE_MESSAGES: true });
   });
 
   it("parses integers, booleans, lists, URLs and the default line", () => {
@@ -46,7 +46,7 @@ describe("loadConfig", () => {
     expect(config.bearerToken).toBe(TOKEN);
     expect(config.port).toBe(0);
     expect(config.defaultLine).toBe("1.0");
-    expect(config.toggles).toEqual({ A2A_ENABLE_SESSION_SHELL: true, A2A_ENABLE_WORKSPACE_MUTATIONS: false, A2A_ENABLE_SUBTASKS: true });
+    expect(config.toggles).toEqual({ A2A_ENABLE_SESSION_SHELL: true, A2A_ENABLE_WORKSPACE_MUTATIONS: false, A2A_ENABLE_SUBTASKS: true, A2A_ENABLE_MESSAGES: true });
     expect(config.sandboxWritableRoots).toEqual(["/a", "/b"]);
     expect(config.networkAllowedDomains).toEqual(["a.example", "b.example"]);
     expect(config.publicUrl).toBe("https://gw.example/base");
