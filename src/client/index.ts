@@ -3,7 +3,7 @@
 // (A2A_CLIENT_CACHE_TTL_SECONDS, A2A_CLIENT_CACHE_MAXSIZE; least recently used dropped first); each PeerClient
 // (./peer.ts) is the facade over the @a2a-js/sdk client for one peer. Used by the MCP tools (src/mcp) and the
 // `opencode-a2a call` command (src/cli/call.ts).
-import type { ClientSettings } from "../config/index.js";
+import type { ClientSettings } from "../config/client-settings.js";
 import type { Resolver } from "../util/network-policy.js";
 import { PeerClient, type PeerLine } from "./peer.js";
 import { PeerPolicy } from "./policy.js";

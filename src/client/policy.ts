@@ -6,7 +6,7 @@
 // not followed. Credentials are bound to hosts: they are added only for a host listed in A2A_CLIENT_ALLOWED_HOSTS.
 import net from "node:net";
 import { Agent, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from "undici";
-import type { ClientSettings } from "../config/index.js";
+import type { ClientSettings } from "../config/client-settings.js";
 import { AddressRefused, guardedLookup, hostOf, isPrivateAddress, type Resolver } from "../util/network-policy.js";
 import { PeerCallError } from "./errors.js";
 

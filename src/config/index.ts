@@ -375,27 +375,3 @@ export function loadConfig(env: Env = process.env, packageVersion = "0.0.0"): Co
 export function loadDotEnv(file = ".env"): void {
   if (fs.existsSync(file)) process.loadEnvFile(file);
 }
-
-type ClientKey = Extract<keyof typeof variables, `client${string}`>;
-
-/** The outbound A2A client's settings (the A2A_CLIENT_* variables). */
-export type ClientSettings = Pick<Parsed, ClientKey>;
-
-/**
- * Only the A2A_CLIENT_* variables (for `opencode-a2a call`, which needs none of the gateway's). Throws ConfigError
- * listing every bad one.
- */
-export function loadClientSettings(env: Env = process.env): ClientSettings {
-  const problems: string[] = [];
-  const parsed: Record<string, unknown> = {};
-  for (const [key, variable] of Object.entries(variables as Record<string, Variable<unknown>>)) {
-    if (!key.startsWith("client")) continue;
-    try {
-      parsed[key] = variable.parse(env[variable.name], env);
-    } catch (err) {
-      problems.push((err as Error).message);
-    }
-  }
-  if (problems.length) throw new ConfigError(problems);
-  return parsed as ClientSettings;
-}

@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import fs from "node:fs";
 import path from "node:path";
-import { ConfigError, loadClientSettings, loadConfig, secretVariables, variables } from "../../src/config/index.js";
+import { loadClientSettings } from "../../src/config/client-settings.js";
+import { ConfigError, loadConfig, secretVariables, variables } from "../../src/config/index.js";
 
 const TOKEN = "unit-test-token-0123456789";
 
