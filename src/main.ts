@@ -1,5 +1,6 @@
 // `opencode-a2a serve`: load the configuration, start the Koa gateway, stop cleanly on SIGINT/SIGTERM.
 // `opencode-a2a keys …`: manage the credentials file (src/cli/keys.ts).
+// `opencode-a2a call …`: one outbound A2A call to a peer agent (src/cli/call.ts).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { ConfigError, loadConfig, loadDotEnv, type Config } from "./config/index.js";
@@ -11,6 +12,7 @@ import { openGovernancePolicies } from "./governance/index.js";
 import { CredentialError } from "./auth/credentials.js";
 import { startUpstream } from "./upstream/index.js";
 import { keysCommand } from "./cli/keys.js";
+import { callCommand } from "./cli/call.js";
 import { configurationHelp } from "./cli/help.js";
 import { checkInstallation, InstallationError } from "./cli/preflight.js";
 import { logStartupSummary } from "./server/summary.js";
@@ -25,11 +27,17 @@ Usage:
   opencode-a2a keys list | revoke --id ID | delete --id ID
                             list the keys (no secrets), disable or remove one
   opencode-a2a keys --help  every option of the key commands
+  opencode-a2a call [--json] [--task ID] [--context ID] [--line 0.3|1.0] <agent-url|card-url> <text>
+                            send a message to another A2A agent and stream its answer (settings and
+                            credentials: the A2A_CLIENT_* variables only)
+  opencode-a2a call --help  every option, the A2A_CLIENT_* variables and the exit codes of call
   opencode-a2a --version    print the version
   opencode-a2a --help       this help
 
 Credentials: A2A_BEARER_TOKEN, A2A_CREDENTIALS or A2A_CREDENTIALS_FILE (at least one). Without OPENCODE_BASE_URL the gateway starts \`opencode serve\` itself.
-Exit codes of serve: 78 when the configuration or the installation cannot work (the message names what and the fix), 1 other start-up failures.`;
+Exit codes of serve: 78 when the configuration or the installation cannot work (the message names what and the fix), 1 other start-up failures.
+Exit codes of call: 0 completed, 1 call failed, 2 usage or configuration error, 3 failed/canceled/rejected,
+4 input-required/auth-required, 5 another state (see call --help).`;
 
 const SERVE_USAGE = `opencode-a2a ${packageVersion}
 
@@ -195,6 +203,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     return keysCommand(argv.slice(1));
   }
+  if (command === "call") return callCommand(argv.slice(1));
   if (command !== "serve") {
     process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
     return 2;

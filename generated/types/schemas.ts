@@ -2124,7 +2124,18 @@ export interface components {
         };
         /**
          * @description One line of `opencode-a2a call --json`: each event the peer sent, as it arrived (`event`: the A2A 1.0
-         *     StreamResponse in its JSON form, whichever line the peer speaks), then one `result` or one `error` line.
+         *     StreamResponse in its JSON form, whichever line the peer speaks; with the polling fallback also each polled task
+         *     as a `task` event), then one `result` or one `error` line.
+         *
+         *     Exit codes of `opencode-a2a call` (with or without `--json`):
+         *     - 0: the call ended `completed` (or the peer answered with a message only);
+         *     - 1: the call failed (a PeerError: `[error <code>] <message>` on stderr, the `error` line with `--json`);
+         *     - 2: usage or configuration error (bad arguments, a credential flag such as `--token`, an invalid A2A_CLIENT_*
+         *     variable); nothing was sent;
+         *     - 3: the peer's task ended `failed`, `canceled` or `rejected`;
+         *     - 4: the peer's task waits for the caller (`input-required`, `auth-required`): answer with `--task <task_id>`;
+         *     - 5: the call ended in another state (`submitted`, `working`, `unknown`: e.g. a peer that does not stream and
+         *     A2A_CLIENT_POLLING_FALLBACK_ENABLED off, or polling that timed out).
          */
         "extensions.CliCallLine": {
             event?: components["schemas"]["extensions.CliCallLine.RecordUnknown"];

@@ -28,7 +28,15 @@ export function configurationHelp(): string {
     "A default of — means unset.",
     "",
   ];
+  lines.push(variablesHelp());
+  return lines.join("\n");
+}
+
+/** The variables whose names start with `prefix` (default: all): `  NAME (default: VALUE)` and the description below. */
+export function variablesHelp(prefix = ""): string {
+  const lines: string[] = [];
   for (const v of Object.values(variables) as DescribedVariable[]) {
+    if (!v.name.startsWith(prefix)) continue;
     lines.push(`  ${v.name} (default: ${v.defaultText})`);
     lines.push(...wrap(v.description.replace(/`/g, ""), "      "));
   }

@@ -32,6 +32,78 @@ export interface PeerCallOptions {
   onEvent?: (event: StreamResponse) => void;
 }
 
+/** The states in which a task waits for the caller. */
+const WAITING_STATES: ReadonlySet<string> = new Set(["input-required", "auth-required"]);
+
+/** Artifact updates whose `append` flag is remembered at most (per client; the oldest are forgotten). */
+const MAX_APPEND_KEYS = 1024;
+
+/**
+ * @a2a-js/sdk 1.3.0 drops `append` from the artifact updates of a 0.3 HTTP+JSON stream (its legacy REST transport
+ * converts them without the field), so appended chunks would read as replacements. This fetch reads the flags from the
+ * SSE text as it passes to the SDK (by task and artifact, in order) and restore() puts them back on the events.
+ */
+class AppendFlags {
+  readonly #flags = new Map<string, boolean[]>();
+
+  constructor(private readonly inner: typeof fetch) {}
+
+  readonly fetch: typeof fetch = async (input, init) => {
+    const res = await this.inner(input, init);
+    if (res.body === null || !(res.headers.get("content-type") ?? "").includes("text/event-stream")) return res;
+    const decoder = new TextDecoder();
+    let buffer = "";
+    const body = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform: (chunk, controller) => {
+          buffer += decoder.decode(chunk, { stream: true });
+          for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
+            this.#line(buffer.slice(0, nl));
+            buffer = buffer.slice(nl + 1);
+          }
+          // Recorded before the SDK reads the chunk, so a flag is always there before its event.
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+
+  #line(line: string): void {
+    if (!line.startsWith("data:")) return;
+    interface RawUpdate {
+      taskId?: unknown;
+      task_id?: unknown;
+      append?: unknown;
+      artifact?: { artifactId?: unknown; artifact_id?: unknown };
+    }
+    let data: { artifactUpdate?: RawUpdate; artifact_update?: RawUpdate } | undefined;
+    try {
+      data = JSON.parse(line.slice(5)) as typeof data;
+    } catch {
+      return;
+    }
+    const update = data?.artifactUpdate ?? data?.artifact_update;
+    const artifactId = update?.artifact?.artifactId ?? update?.artifact?.artifact_id;
+    if (update === undefined || typeof artifactId !== "string") return;
+    const key = `${String(update.taskId ?? update.task_id ?? "")} ${artifactId}`;
+    const queue = this.#flags.get(key) ?? [];
+    queue.push(update.append === true);
+    this.#flags.set(key, queue);
+    if (this.#flags.size > MAX_APPEND_KEYS) this.#flags.delete(this.#flags.keys().next().value as string);
+  }
+
+  restore(event: StreamResponse): void {
+    if (event.payload?.$case !== "artifactUpdate") return;
+    const update = event.payload.value;
+    const key = `${update.taskId} ${update.artifact?.artifactId ?? ""}`;
+    const queue = this.#flags.get(key);
+    const flag = queue?.shift();
+    if (queue?.length === 0) this.#flags.delete(key);
+    if (flag !== undefined) update.append = flag;
+  }
+}
+
 /** The most a card may be. */
 const CARD_MAX_BYTES = 1024 * 1024;
 
@@ -101,6 +173,7 @@ export class PeerClient {
     readonly line: PeerLine,
     readonly transport: ClientTransport,
     private readonly settings: ClientSettings,
+    private readonly appendFlags?: AppendFlags,
   ) {}
 
   /** Reads the peer's card and builds the client (PeerCallError when the peer or its card will not do). */
@@ -117,9 +190,10 @@ export class PeerClient {
     policy.check(chosen.url);
     const legacyCompat = { enabled: true };
     const fetchImpl = policy.fetch;
+    const appendFlags = lineOf(chosen.protocolVersion) === "0.3" && chosen.protocolBinding === "HTTP+JSON" ? new AppendFlags(fetchImpl) : undefined;
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-        transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
+        transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl: appendFlags?.fetch ?? fetchImpl, legacyCompat })],
         preferredTransports: [chosen.protocolBinding as ClientTransport],
         cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat }),
       }),
@@ -130,7 +204,7 @@ export class PeerClient {
     } catch (error) {
       throw peerError(error);
     }
-    return new PeerClient(client, card, cardUrl, lineOf(chosen.protocolVersion)!, chosen.protocolBinding as ClientTransport, settings);
+    return new PeerClient(client, card, cardUrl, lineOf(chosen.protocolVersion)!, chosen.protocolBinding as ClientTransport, settings, appendFlags);
   }
 
   get #timeoutMs(): number {
@@ -190,9 +264,18 @@ export class PeerClient {
    */
   async send(message: PeerMessage, opts: PeerCallOptions = {}): Promise<PeerAnswer> {
     const answer = new PeerAnswer();
-    for await (const event of this.sendMessage(message, opts)) {
-      answer.add(event);
-      opts.onEvent?.(event);
+    // A task that waits for the caller ends the send even when the peer keeps its stream open (this gateway does, to
+    // show the interrupt's resolution): the stream is left and its request aborted.
+    const stop = new AbortController();
+    const signal = opts.signal === undefined ? stop.signal : AbortSignal.any([opts.signal, stop.signal]);
+    try {
+      for await (const event of this.sendMessage(message, { ...opts, signal })) {
+        answer.add(event);
+        opts.onEvent?.(event);
+        if (WAITING_STATES.has(answer.state)) break;
+      }
+    } finally {
+      stop.abort();
     }
     if (!this.settings.clientPollingFallback || FINAL_STATES.has(answer.state) || answer.taskId === undefined) return answer;
     const s = this.settings;
@@ -233,6 +316,7 @@ export class PeerClient {
     try {
       for await (const event of open(signal)) {
         arm();
+        this.appendFlags?.restore(event);
         yield event;
       }
     } catch (error) {

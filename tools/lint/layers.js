@@ -26,7 +26,7 @@ export const LAYERS = {
   pipeline: ["auth", "config", "contract", "logging", "observability", "protocol", "tracing", "util"],
   transport: ["auth", "contract", "discovery", "logging", "observability", "operations", "pipeline", "protocol", "tracing", "util"],
   server: ["auth", "bridge", "config", "contract", "discovery", "extensions", "governance", "messages", "logging", "observability", "operations", "pipeline", "protocol", "push", "runtime", "storage", "subtasks", "tracing", "transport", "upstream", "util"],
-  cli: ["auth", "config", "contract", "logging", "server", "storage", "upstream", "util"],
+  cli: ["auth", "client", "config", "contract", "logging", "server", "storage", "upstream", "util"],
 };
 
 /** HTTP frameworks and servers: protocol/ may import none of them, the services none of the frameworks. */
