@@ -214,6 +214,12 @@ CREATE UNIQUE INDEX IF NOT EXISTS a2a_governance_trail_request ON a2a_governance
 CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
 `;
 
+// The peer host of an outbound call (the MCP tools a2a_call / a2a_discover) in the audit log.
+function v10(db: Database.Database): void {
+  const exists = prepare(db, "SELECT COUNT(*) FROM pragma_table_info('a2a_audit_log') WHERE name = 'peer'").pluck().get() === 1;
+  if (!exists) db.exec("ALTER TABLE a2a_audit_log ADD COLUMN peer TEXT");
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
@@ -224,6 +230,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, description: "subtask calls (opencode.subtasks.run)", up: (db) => db.exec(V7) },
   { version: 8, description: "push quiet hours: outbox held_until, coalesce_key", up: v8 },
   { version: 9, description: "governance trail (permission decisions, governor feedback)", up: (db) => db.exec(V9) },
+  { version: 10, description: "audit log peer (the host of an outbound call of the MCP tools)", up: v10 },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
