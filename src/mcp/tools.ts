@@ -5,7 +5,7 @@
 // PeerError {code, message}. The caller's abort cancels the outbound call.
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { A2aCallInput, A2aCallResult, A2aDiscoverInput, PeerError } from "../../generated/types/extensions.js";
-import { describeEvent, PeerAnswer, PeerCallError, peerError, type PeerClients } from "../client/index.js";
+import { describeEvent, FINAL_STATES, PeerAnswer, PeerCallError, peerError, type PeerClients } from "../client/index.js";
 import { validate } from "../contract/validate.js";
 
 /** Where a failed call's PeerError is in the result's `_meta`. */
@@ -91,30 +91,32 @@ function resultText(result: A2aCallResult): string {
   return `The peer's task ended ${result.state}.${result.text === "" ? "" : `\n${result.text}`}`;
 }
 
-/** a2a_call: the message to the peer, its progress as lines, its end as a result. */
+/**
+ * a2a_call: the message to the peer, its progress as lines, its end as a result. The stream is read until the
+ * peer's task is terminal or waits for input or authorization (a peer may keep the stream open while it waits, as
+ * this gateway does), then closed.
+ */
 export async function callPeer(clients: PeerClients, input: A2aCallInput, progress: ((line: string) => void) | undefined, signal: AbortSignal): Promise<CallToolResult> {
   const throttle = progress === undefined ? undefined : new Throttle(progress);
+  const done = new AbortController();
   try {
     const peer = await clients.get(input.url, undefined, signal);
-    const shadow = new PeerAnswer();
-    const answer = await peer.send(
-      { text: input.message, ...(input.context_id === undefined ? {} : { contextId: input.context_id }), ...(input.task_id === undefined ? {} : { taskId: input.task_id }) },
-      {
-        signal,
-        onEvent: (event) => {
-          const added = shadow.add(event);
-          const line = describeEvent(event);
-          if (line !== undefined) throttle?.push(`[${line}]\n`);
-          throttle?.push(added);
-        },
-      },
-    );
+    const answer = new PeerAnswer();
+    const message = { text: input.message, ...(input.context_id === undefined ? {} : { contextId: input.context_id }), ...(input.task_id === undefined ? {} : { taskId: input.task_id }) };
+    for await (const event of peer.sendMessage(message, { signal: AbortSignal.any([signal, done.signal]) })) {
+      const added = answer.add(event);
+      const line = describeEvent(event);
+      if (line !== undefined) throttle?.push(`[${line}]\n`);
+      throttle?.push(added);
+      if (FINAL_STATES.has(answer.state)) break;
+    }
     throttle?.flush();
     const result = peer.result(answer);
     return { content: [{ type: "text", text: resultText(result) }], structuredContent: result as unknown as Record<string, unknown> };
   } catch (error) {
     return errorResult(peerError(error).toJSON());
   } finally {
+    done.abort();
     throttle?.stop();
   }
 }
