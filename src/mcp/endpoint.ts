@@ -66,8 +66,6 @@ interface Acting {
   sessionId?: string;
 }
 
-const PARSE_ERROR = JSON.stringify({ jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON" }, id: null });
-
 export class McpEndpoint {
   readonly clients: PeerClients;
 
@@ -92,10 +90,7 @@ export class McpEndpoint {
     try {
       body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));
     } catch {
-      ctx.status = 400;
-      ctx.type = "application/json";
-      ctx.body = PARSE_ERROR;
-      return;
+      throw new A2AError("PARSE_ERROR", "The MCP message is not JSON");
     }
     // Ends when the client goes away: the outbound calls of this request are canceled.
     const gone = new AbortController();
