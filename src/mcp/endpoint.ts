@@ -9,7 +9,7 @@ import type { Context } from "koa";
 import type { Logger } from "pino";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, CancelledNotificationSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { A2aCallInput, A2aDiscoverInput } from "../../generated/types/extensions.js";
 import type { Principal } from "../auth/index.js";
 import { peerError, PeerCallError, PeerClients } from "../client/index.js";
@@ -68,6 +68,12 @@ interface Acting {
 
 export class McpEndpoint {
   readonly clients: PeerClients;
+  /**
+   * Tool calls in flight by `credential id / JSON-RPC request id`. The endpoint is stateless, so a client's
+   * `notifications/cancelled` arrives in a request of its own: it aborts the calls of the same credential with that
+   * request id (two clients sharing a credential and a request id would both be canceled).
+   */
+  readonly #inflight = new Map<string, Set<AbortController>>();
 
   constructor(private readonly deps: McpEndpointDeps) {
     this.clients = new PeerClients(deps.settings);
@@ -106,7 +112,20 @@ export class McpEndpoint {
               count += 1;
               extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: count, message } }).catch(() => undefined);
             };
-      return this.#call(request.params.name, request.params.arguments, caller, state, address, AbortSignal.any([extra.signal, gone.signal]), progress);
+      const key = `${caller.credentialId}/${String(extra.requestId)}`;
+      const cancel = new AbortController();
+      const calls = this.#inflight.get(key) ?? new Set<AbortController>();
+      calls.add(cancel);
+      this.#inflight.set(key, calls);
+      return this.#call(request.params.name, request.params.arguments, caller, state, address, AbortSignal.any([extra.signal, gone.signal, cancel.signal]), progress).finally(() => {
+        calls.delete(cancel);
+        if (calls.size === 0 && this.#inflight.get(key) === calls) this.#inflight.delete(key);
+      });
+    });
+    server.setNotificationHandler(CancelledNotificationSchema, (notification) => {
+      const requestId = notification.params.requestId;
+      if (requestId === undefined) return;
+      for (const cancel of this.#inflight.get(`${caller.credentialId}/${String(requestId)}`) ?? []) cancel.abort();
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     ctx.res.once("close", () => {

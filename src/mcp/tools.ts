@@ -3,6 +3,7 @@
 // `a2a_discover` summarizes the peer's card. Each gives a CallToolResult: the answer as text plus the contract shape
 // as structuredContent, or, on failure, a tool error result (`isError: true`) whose text and `_meta` carry the
 // PeerError {code, message}. The caller's abort cancels the outbound call.
+import { setTimeout as sleep } from "node:timers/promises";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { A2aCallInput, A2aCallResult, A2aDiscoverInput, PeerError } from "../../generated/types/extensions.js";
 import { describeEvent, FINAL_STATES, PeerAnswer, PeerCallError, peerError, type PeerClients } from "../client/index.js";
@@ -109,6 +110,19 @@ export async function callPeer(clients: PeerClients, input: A2aCallInput, progre
       if (line !== undefined) throttle?.push(`[${line}]\n`);
       throttle?.push(added);
       if (FINAL_STATES.has(answer.state)) break;
+    }
+    // A2A_CLIENT_POLLING_FALLBACK_ENABLED: a task still running when the stream ended is polled (with backoff) until
+    // it is terminal or waits, or the fallback's time is up.
+    const s = clients.settings;
+    if (s.clientPollingFallback && answer.taskId !== undefined && !FINAL_STATES.has(answer.state)) {
+      const deadline = Date.now() + s.clientPollingTimeout * 1000;
+      for (let wait = s.clientPollingInitialInterval * 1000; Date.now() < deadline && !FINAL_STATES.has(answer.state); wait = Math.min(wait * s.clientPollingBackoff, s.clientPollingMaxInterval * 1000)) {
+        await sleep(Math.min(wait, Math.max(0, deadline - Date.now())), undefined, { signal });
+        const task = await peer.getTask(answer.taskId, signal);
+        const added = answer.addResult(task);
+        throttle?.push(`[${describeEvent({ payload: { $case: "task", value: task } } as Parameters<typeof describeEvent>[0]) ?? ""}]\n`);
+        throttle?.push(added);
+      }
     }
     throttle?.flush();
     const result = peer.result(answer);

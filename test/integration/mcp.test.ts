@@ -121,6 +121,23 @@ describe("POST /mcp with a credential of the gateway", () => {
     expect(answered.structuredContent).toMatchObject({ state: "completed", task_id: first.task_id });
   });
 
+  it("aborting the MCP request cancels the outbound call", async () => {
+    peer.stub.script(hang({ chunks: ["still working"], holdMs: 20_000 }));
+    const client = await mcp(caller.url, ALICE.secret);
+    const abort = new AbortController();
+    const started = Date.now();
+    const pending = client.callTool({ name: "a2a_call", arguments: { url: peer.url, message: "take your time" } }, undefined, {
+      signal: abort.signal,
+      onprogress: () => abort.abort(),
+      timeout: 20_000,
+    });
+    await expect(pending).rejects.toThrow();
+    // The call ends long before the peer's 20 s turn would: its audit entry is written as a canceled call.
+    const entries = await auditOf(caller.url, "method=mcp/a2a_call&principal=alice&outcome=error", 1);
+    expect(entries[0]).toMatchObject({ error_reason: "a2a_call_failed" });
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 30_000);
+
   it("a2a_discover summarizes the peer's card", async () => {
     const client = await mcp(caller.url, ALICE.secret);
     const result = (await client.callTool({ name: "a2a_discover", arguments: { url: peer.url } })) as CallToolResult;
