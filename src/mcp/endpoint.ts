@@ -163,7 +163,9 @@ export class McpEndpoint {
       }
       result = tool === "a2a_call" ? await callPeer(this.clients, input as A2aCallInput, progress, signal) : await discoverPeer(this.clients, input as A2aDiscoverInput, signal);
     } catch (error) {
-      result = errorResult(peerError(error).toJSON());
+      const failure = peerError(error);
+      if (failure.code === "a2a_not_allowed") this.deps.log.warn({ tool, principal: acting.principal, credential_id: acting.credentialId, peer: peerHost(args) }, `MCP call refused: ${failure.message}`);
+      result = errorResult(failure.toJSON());
     }
     this.#audit(tool, args, acting, result, state, address, performance.now() - started);
     return result;
