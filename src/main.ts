@@ -11,6 +11,7 @@ import { createGateway, credentialRegistry } from "./server/app.js";
 import { openGovernancePolicies } from "./governance/index.js";
 import { CredentialError } from "./auth/credentials.js";
 import { startUpstream } from "./upstream/index.js";
+import { generateMcpToken, opencodeMcpConfig } from "./mcp/credential.js";
 import { keysCommand } from "./cli/keys.js";
 import { callCommand } from "./cli/call.js";
 import { configurationHelp } from "./cli/help.js";
@@ -59,14 +60,12 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   process.on("unhandledRejection", (reason) => {
     log.error({ err: reason instanceof Error ? reason.message : String(reason), stack: reason instanceof Error ? reason.stack : undefined }, "unhandled rejection (ignored)");
   });
-  // OpenCode first: in managed mode the gateway's "listening" line means OpenCode is up too.
-  let upstream: Awaited<ReturnType<typeof startUpstream>>;
-  try {
-    upstream = await startUpstream(config, log, { env });
-  } catch (err) {
-    storage.close();
-    throw err;
-  }
+  // The HTTP server binds first, so that a managed OpenCode can be given the gateway's own URL (its MCP server `a2a`).
+  // Requests arriving before the gateway is built wait for it (OpenCode's MCP connection among them); the
+  // "listening" line still comes once OpenCode is up.
+  type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  let built!: (handler: Handler | undefined) => void;
+  const gatewayBuilt = new Promise<Handler | undefined>((resolve) => (built = resolve));
   let server: http.Server;
   try {
     server = http.createServer();
@@ -77,20 +76,36 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
     server.on("connect", (_req, socket: import("node:net").Socket) => {
       socket.end("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     });
+    server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+      void gatewayBuilt.then((handler) => {
+        if (handler !== undefined) handler(req, res);
+        else res.writeHead(503, { Connection: "close" }).end();
+      });
+    });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(config.port, config.host, () => resolve());
     });
   } catch (err) {
-    await upstream.stop();
     storage.close();
     throw err;
   }
   const address = server.address() as AddressInfo;
   const bound = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
   if (!env.A2A_PUBLIC_URL) config.publicUrl = bound;
+  // Managed mode: OpenCode gets the MCP endpoint as its server `a2a`, with a token of this run unless one is set.
+  const mcpConfig = config.opencodeBaseUrl === undefined && config.mcpEnabled ? opencodeMcpConfig(loopbackUrl(address, log), (config.mcpToken ??= generateMcpToken())) : undefined;
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  try {
+    upstream = await startUpstream(config, log, { env, ...(mcpConfig === undefined ? {} : { opencodeConfig: mcpConfig }) });
+  } catch (err) {
+    built(undefined);
+    server.close();
+    storage.close();
+    throw err;
+  }
   const gateway = await createGateway(config, log, { upstream, credentials, storage, ...(policies === undefined ? {} : { policies }) });
-  server.on("request", gateway.handler);
+  built(gateway.handler);
   // Store, durability, upstream mode and OpenCode version, protocol lines, public URL: logged once the upstream answered.
   void logStartupSummary(log, config, storage, upstream, catalog.protocol_lines);
   log.info(
@@ -165,6 +180,18 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));
   return server;
+}
+
+/**
+ * The gateway's URL as a local OpenCode reaches it: loopback when the gateway listens on a wildcard or loopback
+ * address (the OpenCode credential is accepted from loopback only), else the bound address (with a warning).
+ */
+function loopbackUrl(address: AddressInfo, log: { warn(obj: object, msg: string): void }): string {
+  const a = address.address;
+  if (a === "0.0.0.0" || a.startsWith("127.")) return `http://127.0.0.1:${address.port}`;
+  if (a === "::" || a === "::1") return `http://[::1]:${address.port}`;
+  log.warn({ address: a }, "A2A_HOST is not a loopback or wildcard address: OpenCode's MCP calls will not come from loopback and are refused");
+  return `http://${address.family === "IPv6" ? `[${a}]` : a}:${address.port}`;
 }
 
 /** The store A2A_TASK_STORE_BACKEND / A2A_TASK_STORE_DATABASE_URL name; a path that cannot be opened is a configuration error. */

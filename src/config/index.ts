@@ -306,6 +306,8 @@ export const variables = {
   clientPollingTimeout: seconds("A2A_CLIENT_POLLING_FALLBACK_TIMEOUT_SECONDS", 10, 0.1, 86_400, "Polling fallback: polling stops after this long and the last state is returned."),
   clientAllowedHosts: list("A2A_CLIENT_ALLOWED_HOSTS", "Outbound A2A calls: the peer hosts that may be called (`name`, `name:port`, `*.domain`); empty: any host whose addresses are public. Credentials are sent only to hosts listed here."),
   clientAllowPrivateHosts: bool("A2A_CLIENT_ALLOW_PRIVATE_HOSTS", false, "Outbound A2A calls: allow peers that resolve to loopback, private, link-local or other reserved addresses (checked at connect time). Off: such calls are refused."),
+  mcpEnabled: bool("A2A_MCP_ENABLED", true, "Serve the MCP endpoint `POST /mcp` (tools `a2a_call`, `a2a_discover` for the agents inside OpenCode; scope `peers.call`). Managed mode also registers it in OpenCode's config as the MCP server `a2a`."),
+  mcpToken: str("A2A_MCP_TOKEN", undefined, "The OpenCode credential of `POST /mcp` (`Authorization: Bearer <token>`, accepted from loopback addresses only; its calls act for the owner of the task that made them). Managed mode: a random one per run when unset. External mode: unset = only the gateway's own credentials work at /mcp.", true),
   governancePoliciesFile: str("A2A_GOVERNANCE_POLICIES_FILE", undefined, "Path of the governance policy file (JSON, `{\"rules\": [...], \"governors\": [...], \"follow_up\": {...}}`): ordered rules that approve or reject OpenCode permission requests before a client is asked, and the post-run governors that review completed turns (see Governance). Re-read when it changes (a bad version is logged and the last good one stays); a bad file at start stops the gateway. Unset: every request is left to a client and no turn is reviewed."),
   metricsEnabled: bool("A2A_METRICS_ENABLED", true, "Serve Prometheus metrics at `GET /metrics` (authenticated)."),
   sandboxMode: oneOf("A2A_SANDBOX_MODE", SANDBOX_MODES, "unknown", "Declared sandbox mode (published, not enforced)."),
@@ -355,6 +357,7 @@ export function loadConfig(env: Env = process.env, packageVersion = "0.0.0"): Co
     );
   else if (typeof parsed.bearerToken === "string" && parsed.bearerToken.length < 8)
     problems.push("A2A_BEARER_TOKEN: must be at least 8 characters");
+  if (typeof parsed.mcpToken === "string" && parsed.mcpToken.length < 16) problems.push("A2A_MCP_TOKEN: must be at least 16 characters");
   if (problems.length) throw new ConfigError(problems);
   const p = parsed as Parsed;
   return {

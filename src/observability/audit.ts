@@ -165,6 +165,7 @@ export class AuditRecorder {
       line: input.line,
       method: cap(String(input.method)),
     } as NewAuditEntry;
+    setOptional(entry, "peer", capOpt(input.peer));
     setOptional(entry, "task_id", capOpt(input.task_id));
     setOptional(entry, "context_id", capOpt(input.context_id));
     setOptional(entry, "session_id", capOpt(input.session_id));
@@ -178,6 +179,6 @@ export class AuditRecorder {
   }
 }
 
-function setOptional(entry: NewAuditEntry, key: "task_id" | "context_id" | "session_id" | "error_reason" | "client_ip" | "trace_id", value: string | undefined): void {
+function setOptional(entry: NewAuditEntry, key: "peer" | "task_id" | "context_id" | "session_id" | "error_reason" | "client_ip" | "trace_id", value: string | undefined): void {
   if (value !== undefined) entry[key] = value;
 }

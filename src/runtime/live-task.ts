@@ -88,6 +88,8 @@ export class LiveTask {
     readonly routing: Routing,
     /** The trust level the owner started the task at (governance rules may match it). */
     readonly trustLevel?: string,
+    /** The owner's scopes when the task started (what the OpenCode credential of the MCP tools acts with). */
+    readonly scopes?: ReadonlySet<string>,
   ) {
     this.#task = task;
     this.id = task.id;

@@ -54,6 +54,11 @@ export class TaskRuntime {
     this.#turns = new TurnLoop({ opts, lifecycle: this.#lifecycle, admission: this.#admission, live: this.#live, abortUpstream });
   }
 
+  /** The live tasks whose turn has an OpenCode session (the MCP tools attribute OpenCode's calls to them). */
+  onSessions(): LiveTask[] {
+    return [...this.#live.values()].filter((live) => live.sessionId !== undefined);
+  }
+
   /** Turns running (working) and tasks waiting for one, for /health and metrics. */
   admission(): AdmissionStatus {
     return this.#admission.status();
@@ -123,7 +128,7 @@ export class TaskRuntime {
     const task = newTask(message, contextId, modes.accepted, gate === undefined ? "working" : "submitted");
     if (spec?.opencode !== undefined) task.metadata = mergeOpencode(task.metadata, spec.opencode);
     const taskId = task.id;
-    const live = new LiveTask(task, principal.id, routing, principal.trustLevel);
+    const live = new LiveTask(task, principal.id, routing, principal.trustLevel, principal.scopes);
     live.diffAsFile = modes.diffAsFile;
     live.includeFileContents = wantsFileContents(metadata);
     this.#lifecycle.write(() =>

@@ -31,6 +31,9 @@ import { SessionDirectory } from "../messages/sessions.js";
 import { ModelMonitor } from "../upstream/model-check.js";
 import { traceFields, type TraceContext } from "../tracing/index.js";
 import { startSpanExport } from "../tracing/otel.js";
+import { CallAttribution } from "../mcp/attribution.js";
+import { withOpencodeCredential } from "../mcp/credential.js";
+import { McpEndpoint } from "../mcp/endpoint.js";
 
 /** The gateway: its HTTP side (the Koa app, the node:http handler, the router) and what it is built from. */
 export interface Gateway extends HttpSide {
@@ -127,7 +130,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   );
   // Push notifications need the task runtime (which needs an upstream).
   const facts = deploymentFacts(config, deps.upstream !== undefined);
-  const auth = deps.credentials ?? credentialRegistry(config, catalog, log);
+  const registryAuth = deps.credentials ?? credentialRegistry(config, catalog, log);
+  // The OpenCode credential of POST /mcp (A2A_MCP_TOKEN) resolves to a principal holding only peers.call.
+  const auth = config.mcpEnabled && config.mcpToken !== undefined ? withOpencodeCredential(registryAuth, config.mcpToken) : registryAuth;
   // A bad policy file stops the start here (ConfigError), before anything is opened.
   const governanceLog = log.child({ component: "governance" });
   const policies =
@@ -318,7 +323,14 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   const registryOf = interrupts;
   const governanceHistory = registryOf === undefined ? undefined : registryOf.history.bind(registryOf);
-  const { app, handler, router } = httpSide({ config, log, catalog, facts, registry, discovery, recorder, metrics, auth, limits, guard, governanceHistory });
+  // The MCP tools for the agents inside OpenCode (one outbound client set per gateway: the A2A_CLIENT_* settings).
+  const live = runtime;
+  const attribution =
+    deps.upstream === undefined || live === undefined ? undefined : new CallAttribution({ tasks: () => live.onSessions(), hub: deps.upstream.hub, upstream: deps.upstream.client });
+  const mcp = config.mcpEnabled
+    ? new McpEndpoint({ settings: config, attribution, recorder: config.auditEnabled ? recorder : undefined, log: log.child({ component: "mcp" }) })
+    : undefined;
+  const { app, handler, router } = httpSide({ config, log, catalog, facts, registry, discovery, recorder, metrics, auth, limits, guard, governanceHistory, mcp });
   return {
     app,
     handler,
@@ -336,6 +348,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       runtime?.shutdown();
       await push?.stop();
       recorder.close();
+      await mcp?.close();
       if (ownsStorage) storage?.close();
       await stopSpanExport?.();
     },

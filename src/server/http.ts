@@ -26,6 +26,7 @@ import { registerRestRoutes } from "../transport/rest/index.js";
 import type { StreamBudget } from "../transport/sse.js";
 import { registerAuditRoutes } from "./audit-routes.js";
 import { registerGovernanceRoutes, type GovernanceHistorySource } from "./governance-routes.js";
+import type { McpEndpoint } from "../mcp/endpoint.js";
 import type { Discovery } from "./discovery.js";
 import { registerDocs } from "./docs/index.js";
 import { jsonRpcEdge } from "./jsonrpc-edge.js";
@@ -45,6 +46,8 @@ export interface HttpDeps {
   guard: AddressGuard;
   /** The governance trail of a task (absent without an upstream). */
   governanceHistory?: GovernanceHistorySource;
+  /** The MCP endpoint `POST /mcp` (absent when A2A_MCP_ENABLED=false: the route answers 404). */
+  mcp?: McpEndpoint | undefined;
 }
 
 export interface HttpSide {
@@ -80,6 +83,10 @@ export function httpSide(deps: HttpDeps): HttpSide {
     if (!config.metricsEnabled) throw new A2AError("ROUTE_NOT_FOUND", "Metrics are disabled (A2A_METRICS_ENABLED=false)", { path: ctx.path, method: ctx.method });
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
+  });
+  router.post("/mcp", async (ctx) => {
+    if (deps.mcp === undefined) throw new A2AError("ROUTE_NOT_FOUND", "The MCP endpoint is disabled (A2A_MCP_ENABLED=false)", { path: ctx.path, method: ctx.method });
+    await deps.mcp.handle(ctx);
   });
   router.post("/", (ctx) => endpoint(koaExchange(ctx)));
   registerRestRoutes(router, { catalog, registry, limits, streamBudget, payloads, extensions });

@@ -1,7 +1,7 @@
 // The audit log's persistence: one entry per call — who (principal, credential id), how (transport, line), which
 // method, about which task/context/session, the outcome (HTTP status, error reason) and the duration. Never a
 // secret, never a request or response body. Entries are read newest first with keyset pagination on the id; the
-// page token is opaque to clients (base64url of the last id returned). SQLite (table a2a_audit_log, migration 3; trace_id: 6)
+// page token is opaque to clients (base64url of the last id returned). SQLite (table a2a_audit_log, migration 3; trace_id: 6; peer: 10)
 // and a bounded in-memory implementation (drops the oldest entries beyond `maxEntries`) behave the same.
 import { invalidParams } from "../contract/errors.js";
 import type { StoreDatabase } from "./database.js";
@@ -23,6 +23,8 @@ export interface AuditEntry {
   line: AuditLine;
   /** JSON-RPC method name, or the catalog route id (e.g. "GET /tasks/{id}"). */
   method: string;
+  /** An outbound call's peer host (`mcp/a2a_call`, `mcp/a2a_discover`). */
+  peer?: string;
   task_id?: string;
   context_id?: string;
   session_id?: string;
@@ -115,6 +117,7 @@ function normalise(entry: NewAuditEntry, id: number, ms: number): AuditEntry {
     line: entry.line,
     method: entry.method,
   } as AuditEntry;
+  if (entry.peer != null) out.peer = entry.peer;
   if (entry.task_id != null) out.task_id = entry.task_id;
   if (entry.context_id != null) out.context_id = entry.context_id;
   if (entry.session_id != null) out.session_id = entry.session_id;
@@ -219,15 +222,16 @@ interface Row {
   duration_ms: number;
   client_ip: string | null;
   trace_id: string | null;
+  peer: string | null;
 }
 
 const COLUMNS =
-  "id, at_ms, principal, credential_id, transport, line, method, task_id, context_id, session_id, outcome, error_reason, status, duration_ms, client_ip, trace_id";
+  "id, at_ms, principal, credential_id, transport, line, method, task_id, context_id, session_id, outcome, error_reason, status, duration_ms, client_ip, trace_id, peer";
 
-const ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 const insertOf = (rows: number): string => `INSERT INTO a2a_audit_log (${COLUMNS.slice("id, ".length)}) VALUES ${Array(rows).fill(ROW).join(", ")}`;
 const INSERT = insertOf(1);
-/** Rows per multi-row INSERT (15 parameters each, well under SQLite's 32,766). */
+/** Rows per multi-row INSERT (16 parameters each, well under SQLite's 32,766). */
 const INSERT_CHUNK = 64;
 const INSERT_MANY = insertOf(INSERT_CHUNK);
 
@@ -256,6 +260,7 @@ function fromRow(row: Row): AuditEntry {
     transport: row.transport,
     line: row.line,
     method: row.method,
+    ...(row.peer === null ? {} : { peer: row.peer }),
     ...(row.task_id === null ? {} : { task_id: row.task_id }),
     ...(row.context_id === null ? {} : { context_id: row.context_id }),
     ...(row.session_id === null ? {} : { session_id: row.session_id }),
@@ -289,6 +294,7 @@ export class SqliteAuditStore implements AuditStore {
       e.duration_ms,
       e.client_ip ?? null,
       e.trace_id ?? null,
+      e.peer ?? null,
     ];
     const rows = entries.map(values); // every entry checked (atMs throws) before anything is written
     this.store.transaction("audit.append", () => {

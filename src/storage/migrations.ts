@@ -214,9 +214,15 @@ CREATE UNIQUE INDEX IF NOT EXISTS a2a_governance_trail_request ON a2a_governance
 CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
 `;
 
+// The peer host of an outbound call (the MCP tools a2a_call / a2a_discover) in the audit log.
+function v10(db: Database.Database): void {
+  const exists = prepare(db, "SELECT COUNT(*) FROM pragma_table_info('a2a_audit_log') WHERE name = 'peer'").pluck().get() === 1;
+  if (!exists) db.exec("ALTER TABLE a2a_audit_log ADD COLUMN peer TEXT");
+}
+
 // Messages between OpenCode sessions (src/storage/messages.ts, seed 002): by id; a session's buffer (to_session,
 // waiting, oldest first), replies by parent, and a principal's messages. Times are nanoseconds.
-const V10 = `
+const V11 = `
 CREATE TABLE IF NOT EXISTS a2a_session_messages (
   id           TEXT PRIMARY KEY,
   owner        TEXT NOT NULL,
@@ -248,7 +254,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, description: "subtask calls (opencode.subtasks.run)", up: (db) => db.exec(V7) },
   { version: 8, description: "push quiet hours: outbox held_until, coalesce_key", up: v8 },
   { version: 9, description: "governance trail (permission decisions, governor feedback)", up: (db) => db.exec(V9) },
-  { version: 10, description: "messages between OpenCode sessions (seed 002)", up: (db) => db.exec(V10) },
+  { version: 10, description: "audit log peer (the host of an outbound call of the MCP tools)", up: v10 },
+  { version: 11, description: "messages between OpenCode sessions (seed 002)", up: (db) => db.exec(V11) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

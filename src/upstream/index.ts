@@ -38,6 +38,11 @@ export interface Upstream {
 export interface StartUpstreamOptions {
   /** Environment of a managed child (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Managed mode: OpenCode configuration added to the child's OPENCODE_CONFIG_CONTENT (merged into the one the
+   * environment gives, key by key at the top level and one level down, ours winning), e.g. the gateway's MCP server.
+   */
+  opencodeConfig?: Record<string, Record<string, unknown>>;
 }
 
 export async function startUpstream(config: Config, log: Logger, opts: StartUpstreamOptions = {}): Promise<Upstream> {
@@ -54,6 +59,7 @@ export async function startUpstream(config: Config, log: Logger, opts: StartUpst
       OPENCODE_SERVER_PASSWORD: password,
       OPENCODE_SERVER_USERNAME: config.opencodeUsername,
     };
+    if (opts.opencodeConfig !== undefined) env.OPENCODE_CONFIG_CONTENT = mergedConfigContent(env.OPENCODE_CONFIG_CONTENT, opts.opencodeConfig);
     managed = new ManagedOpencode({
       binary: resolveOpencodeBinary(config.opencodeBinary),
       cwd: config.workspaceRoot ?? process.cwd(),
@@ -130,4 +136,21 @@ export async function startUpstream(config: Config, log: Logger, opts: StartUpst
       await managed?.stop();
     },
   };
+}
+
+/** OPENCODE_CONFIG_CONTENT with `extra` merged in (a content that is not a JSON object is replaced). */
+export function mergedConfigContent(content: string | undefined, extra: Record<string, Record<string, unknown>>): string {
+  let base: Record<string, unknown> = {};
+  try {
+    const parsed = content === undefined || content.trim() === "" ? {} : (JSON.parse(content) as unknown);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) base = parsed as Record<string, unknown>;
+  } catch {
+    // not JSON: OpenCode could not have read it either
+  }
+  const merged: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(extra)) {
+    const before = merged[key];
+    merged[key] = typeof before === "object" && before !== null && !Array.isArray(before) ? { ...(before as Record<string, unknown>), ...value } : value;
+  }
+  return JSON.stringify(merged);
 }

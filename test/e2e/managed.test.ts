@@ -150,6 +150,24 @@ describe("npm start without OPENCODE_BASE_URL", () => {
       expect(output.text).not.toContain(password!);
       expect(output.text).not.toContain(TOKEN);
 
+      // OpenCode knows the gateway's MCP endpoint (its server `a2a`, the gateway's loopback URL) with a token of this
+      // run, never printed; that token is good for POST /mcp (from loopback) and nothing else.
+      const content = environ.find((e) => e.startsWith("OPENCODE_CONFIG_CONTENT="))?.slice("OPENCODE_CONFIG_CONTENT=".length);
+      const mcp = (JSON.parse(content ?? "{}") as { mcp?: Record<string, { url?: string; headers?: Record<string, string> }> }).mcp?.a2a;
+      expect(mcp?.url).toBe(`http://127.0.0.1:${new URL(url!).port}/mcp`);
+      const mcpToken = mcp?.headers?.Authorization?.replace(/^Bearer /, "") ?? "";
+      expect(mcpToken.length).toBeGreaterThan(30);
+      expect(output.text).not.toContain(mcpToken);
+      const listed = await fetch(`${url}/mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${mcpToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+      });
+      expect(listed.status).toBe(200);
+      expect(await listed.text()).toContain("a2a_call");
+      const elsewhere = await fetch(`${url}/health`, { headers: { authorization: `Bearer ${mcpToken}` } });
+      expect(elsewhere.status).toBe(403);
+
       process.kill(-npm.pid!, "SIGINT");
       const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 20_000))]);
       expect(code, output.text).not.toBe("timeout");

@@ -343,11 +343,12 @@ describe("2. trust levels", () => {
     expect(bundle(level).filter((s) => SEED_SCOPES.includes(s))).toEqual([...seedScopes].sort());
   });
 
-  it("the provider-private scopes: reads in read_only, replies and subtasks in execute, session control in autonomous, the rest admin only", () => {
+  it("the provider-private scopes: reads in read_only, replies and subtasks in execute, session control and outbound calls in autonomous, the rest admin only", () => {
     expect(bundle("read_only")).toEqual([...SEED_READ_ONLY, ...OUR_READS].sort());
     // subtasks.run sits with tasks.create: each item is a task of the caller
     expect(bundle("execute")).toEqual([...bundle("read_only"), "tasks.create", "subtasks.run", "interrupts.reply"].sort());
-    expect(bundle("autonomous")).toEqual([...bundle("execute"), "tasks.cancel", "results.files", "sessions.control"].sort());
+    // peers.call: the MCP tools (POST /mcp) that call other A2A agents
+    expect(bundle("autonomous")).toEqual([...bundle("execute"), "tasks.cancel", "results.files", "sessions.control", "peers.call"].sort());
     expect(bundle("admin")).toEqual([...SCOPES].sort());
     // streaming is not in the seed's lower rows: admin only
     for (const level of ["read_only", "execute", "autonomous"]) expect(bundle(level), level).not.toContain("tasks.stream");

@@ -28,6 +28,30 @@ export interface StartOptions {
   storage?: Storage;
   /** The push service's clock (default Date.now). */
   pushClock?: () => number;
+  /**
+   * A server already listening on 127.0.0.1 (see bindGateway): the gateway takes it over instead of binding one, so
+   * its URL could be known before (e.g. by OpenCode's MCP config).
+   */
+  bound?: BoundServer;
+}
+
+/** An HTTP server bound before its gateway exists; requests wait until `attach` gives it a handler. */
+export interface BoundServer {
+  server: http.Server;
+  url: string;
+  attach(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): void;
+}
+
+export async function bindGateway(): Promise<BoundServer> {
+  let attach!: BoundServer["attach"];
+  const attached = new Promise<(req: http.IncomingMessage, res: http.ServerResponse) => void>((resolve) => (attach = resolve));
+  const server = http.createServer((req, res) => void attached.then((handler) => handler(req, res)));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return { server, url: `http://127.0.0.1:${port}`, attach };
 }
 
 /**
@@ -53,13 +77,8 @@ export const ONE_ADDRESS_ENV = { A2A_AUTH_FAILURE_LIMIT: "0", A2A_UNAUTHENTICATE
 
 export async function startGateway(env: Record<string, string> = {}, options: StartOptions = {}): Promise<StartedGateway> {
   // Listen first, so the cards advertise the URL clients can actually reach (A2A_PUBLIC_URL unless given).
-  const server = http.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  const bound = options.bound ?? (await bindGateway());
+  const { server, url } = bound;
   const store = privateStore(env);
   const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...ONE_ADDRESS_ENV, ...store.env, ...env });
   const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
@@ -67,7 +86,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
     ...(options.storage === undefined ? {} : { storage: options.storage }),
     ...(options.pushClock === undefined ? {} : { pushClock: options.pushClock }),
   });
-  server.on("request", gateway.handler);
+  bound.attach(gateway.handler);
   return {
     url,
     token: TEST_TOKEN,

@@ -5,7 +5,8 @@ import { loadConfig } from "../../src/config/index.js";
 import { startUpstream, type Upstream } from "../../src/upstream/index.js";
 import { startHermeticOpencode, type HermeticOpencode, type HermeticOpencodeOptions } from "../../tools/upstream/hermetic.js";
 import { startModelServer, type ModelServer } from "../../tools/upstream/model-server.js";
-import { privateStore, startGateway, TEST_TOKEN, type StartedGateway } from "./gateway.js";
+import { opencodeMcpConfig } from "../../src/mcp/credential.js";
+import { bindGateway, privateStore, startGateway, TEST_TOKEN, type StartedGateway } from "./gateway.js";
 
 export interface RealStack {
   model: ModelServer;
@@ -26,14 +27,22 @@ export interface RealStackOptions {
   env?: Record<string, string>;
   /** Extra options of the hermetic OpenCode (config overrides, …). */
   opencode?: Omit<HermeticOpencodeOptions, "modelBaseUrl" | "password">;
+  /**
+   * The gateway's MCP endpoint as OpenCode's MCP server `a2a` with this A2A_MCP_TOKEN: the gateway's port is bound
+   * before OpenCode starts (restartGateway then binds a new port, which OpenCode does not know).
+   */
+  mcpToken?: string;
 }
 
 export async function startRealStack(opts: RealStackOptions = {}): Promise<RealStack> {
   const model = await startModelServer();
+  const bound = opts.mcpToken === undefined ? undefined : await bindGateway();
+  const mcpConfig = bound === undefined ? {} : opencodeMcpConfig(bound.url, opts.mcpToken!);
   const oc = await startHermeticOpencode({
     modelBaseUrl: model.baseUrl,
     ...(opts.password === undefined ? {} : { password: opts.password }),
     ...opts.opencode,
+    config: { ...opts.opencode?.config, ...mcpConfig },
   });
   // One store for the stack's life, so restartGateway() finds the tasks of the gateway before it.
   const store = privateStore(opts.env ?? {});
@@ -43,6 +52,7 @@ export async function startRealStack(opts: RealStackOptions = {}): Promise<RealS
     OPENCODE_WORKSPACE_ROOT: oc.workspace,
     ...(opts.password === undefined ? {} : { OPENCODE_SERVER_PASSWORD: opts.password }),
     ...store.env,
+    ...(opts.mcpToken === undefined ? {} : { A2A_MCP_TOKEN: opts.mcpToken }),
     ...opts.env,
   };
   const upstream = await startUpstream(loadConfig(env), pino({ level: "silent" }));
@@ -50,7 +60,7 @@ export async function startRealStack(opts: RealStackOptions = {}): Promise<RealS
     model,
     oc,
     upstream,
-    gw: await startGateway(env, { upstream }),
+    gw: await startGateway(env, { upstream, ...(bound === undefined ? {} : { bound }) }),
     env,
     async restartGateway() {
       await stack.gw.close();

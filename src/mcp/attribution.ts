@@ -1,0 +1,162 @@
+// Who made an MCP tool call that came with the OpenCode credential (A2A_MCP_TOKEN). The MCP request itself names no
+// OpenCode session, message or tool call, so the call is matched with the OpenCode tool part that made it: a part
+// of the session of one of this gateway's live tasks, of the same tool (`<server>_a2a_call` inside OpenCode), in
+// state `running`, with the same input. The part is looked for in the sessions' latest messages (OpenCode usually
+// publishes it before it calls the server) and then on the upstream event hub for a bounded time. A matched part is
+// claimed: it never vouches for a second call. No match: the call is nobody's and is refused.
+//
+// Limits: a call made by a subagent in a child session of a task's session is not matched (only the task's own
+// session is followed); two calls of the same tool with the same input in flight at once in two tasks are
+// attributed to either task (both were made with the same input by tasks of this gateway; the owner of each
+// still needs the scope).
+import * as sdk from "../../generated/opencode/sdk.gen.js";
+import type { Routing } from "../bridge/directory.js";
+import type { EventHub, Subscription } from "../upstream/hub.js";
+import type { UpstreamClient } from "../upstream/client.js";
+
+/** A live task as the attribution sees it (src/runtime LiveTask). */
+export interface CallerTask {
+  id: string;
+  contextId: string;
+  sessionId: string | undefined;
+  owner: string;
+  scopes?: ReadonlySet<string> | undefined;
+  routing: Routing;
+}
+
+export interface AttributionDeps {
+  /** The live tasks that have a session now. */
+  tasks: () => readonly CallerTask[];
+  hub: EventHub;
+  upstream: UpstreamClient;
+  /** How long to wait for the tool part to appear (default 3 s). */
+  waitMs?: number;
+}
+
+/** The task a call was matched with, and the OpenCode tool call (session + call id). */
+export interface Attributed {
+  task: CallerTask;
+  sessionId: string;
+  callId: string;
+}
+
+interface ToolPart {
+  type: "tool";
+  sessionID: string;
+  callID: string;
+  tool: string;
+  state: { status: string; input?: unknown };
+}
+
+const MESSAGES_LOOKED_AT = 4;
+const CLAIMS_KEPT = 4096;
+
+/** JSON with object keys sorted: inputs compare by value whatever their key order. */
+export function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    const obj = value as Record<string, unknown>;
+    return `{${Object.keys(obj)
+      .filter((k) => obj[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(obj[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+function isToolPart(part: unknown): part is ToolPart {
+  if (typeof part !== "object" || part === null) return false;
+  const p = part as Partial<ToolPart>;
+  return p.type === "tool" && typeof p.sessionID === "string" && typeof p.callID === "string" && typeof p.tool === "string" && typeof p.state === "object" && p.state !== null;
+}
+
+/** OpenCode names an MCP tool `<server>_<tool>` (the gateway's server is `a2a` in its own config, any name in others). */
+export function sameTool(partTool: string, tool: string): boolean {
+  return partTool === tool || partTool.endsWith(`_${tool}`);
+}
+
+export class CallAttribution {
+  readonly #deps: AttributionDeps;
+  /** Claimed tool calls (`session/callID`), oldest first. */
+  readonly #claimed = new Set<string>();
+
+  constructor(deps: AttributionDeps) {
+    this.#deps = deps;
+  }
+
+  /** The live task whose OpenCode tool call this is, or undefined (none within the wait, or the caller went away). */
+  async attribute(tool: string, input: unknown, signal?: AbortSignal): Promise<Attributed | undefined> {
+    const tasks = this.#deps.tasks().filter((t): t is CallerTask & { sessionId: string } => t.sessionId !== undefined);
+    if (tasks.length === 0) return undefined;
+    const bySession = new Map(tasks.map((t) => [t.sessionId, t]));
+    const wanted = canonical(input);
+    const match = (part: unknown): Attributed | undefined => {
+      if (!isToolPart(part) || part.state.status !== "running" || !sameTool(part.tool, tool)) return undefined;
+      const task = bySession.get(part.sessionID);
+      if (task === undefined || canonical(part.state.input ?? {}) !== wanted) return undefined;
+      const key = `${part.sessionID}/${part.callID}`;
+      if (this.#claimed.has(key)) return undefined;
+      this.#claim(key);
+      return { task, sessionId: part.sessionID, callId: part.callID };
+    };
+    // Subscribe first, then read the snapshots: a part published in between is seen by one or the other.
+    const sub = this.#deps.hub.subscribe({ sessions: bySession.keys(), types: new Set(["message.part.updated"]) });
+    const deadline = Date.now() + (this.#deps.waitMs ?? 3_000);
+    try {
+      const fromSnapshot = await this.#snapshots(tasks, match, signal);
+      if (fromSnapshot !== undefined) return fromSnapshot;
+      return await this.#watch(sub, match, deadline, signal);
+    } finally {
+      sub.close();
+    }
+  }
+
+  #claim(key: string): void {
+    this.#claimed.add(key);
+    if (this.#claimed.size > CLAIMS_KEPT) this.#claimed.delete(this.#claimed.values().next().value as string);
+  }
+
+  async #snapshots(tasks: readonly (CallerTask & { sessionId: string })[], match: (part: unknown) => Attributed | undefined, signal?: AbortSignal): Promise<Attributed | undefined> {
+    const lists = await Promise.all(
+      tasks.map((t) =>
+        this.#deps.upstream
+          .call(
+            "sessionMessages",
+            (c) => sdk.sessionMessages({ ...c, path: { sessionID: t.sessionId }, query: { ...c.query, limit: MESSAGES_LOOKED_AT } }),
+            { ...t.routing, sessionId: t.sessionId, timeout: 2_000, ...(signal === undefined ? {} : { signal }) },
+          )
+          .catch(() => []),
+      ),
+    );
+    for (const list of lists) {
+      if (!Array.isArray(list)) continue;
+      for (const message of list as { parts?: unknown[] }[]) for (const part of message?.parts ?? []) {
+        const found = match(part);
+        if (found !== undefined) return found;
+      }
+    }
+    return undefined;
+  }
+
+  async #watch(sub: Subscription, match: (part: unknown) => Attributed | undefined, deadline: number, signal?: AbortSignal): Promise<Attributed | undefined> {
+    // Bounded: at most one read per event until the deadline, and the deadline ends the wait.
+    while (Date.now() < deadline && signal?.aborted !== true) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - Date.now()));
+      });
+      try {
+        const next = await Promise.race([sub.next(), timeout]);
+        if (next === "timeout" || next.done === true) return undefined;
+        const item = next.value;
+        if (item.type !== "event" || item.event.type !== "message.part.updated") continue;
+        const found = match((item.event.properties as { part?: unknown }).part);
+        if (found !== undefined) return found;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    return undefined;
+  }
+}
