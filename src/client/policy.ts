@@ -130,9 +130,14 @@ export class PeerPolicy {
     return response as unknown as Response;
   };
 
+  /** Closes the connections (once; later calls do nothing). */
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     await this.#agent.close();
   }
+
+  #closed = false;
 }
 
 /** `Bearer <token>` or `Basic <base64>` from the settings (the bearer token wins), else undefined. */

@@ -573,7 +573,7 @@ describe("sqlite specifics", () => {
       const tables = prepare(raw, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toEqual([
         "a2a_audit_log", "a2a_governance_trail", "a2a_interrupt_requests", "a2a_pending_session_claims", "a2a_push_configs", "a2a_push_outbox", "a2a_schema_version",
-        "a2a_session_bindings", "a2a_session_owners", "a2a_store_meta", "a2a_subtask_calls", "a2a_tasks", "sqlite_sequence",
+        "a2a_session_bindings", "a2a_session_messages", "a2a_session_owners", "a2a_store_meta", "a2a_subtask_calls", "a2a_tasks", "sqlite_sequence",
       ]);
 
       // A failing migration leaves neither its tables nor a version bump behind.
