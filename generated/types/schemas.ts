@@ -2550,8 +2550,8 @@ export interface components {
              *     its most recent message), N forks it N messages back (the fork holds every message before the Nth last).
              */
             fork?: boolean | number;
-            /** @description The text. Required for a new message; for `iterate`, the new ready form. */
-            message?: string;
+            /** @description The text (for `iterate`: the draft's new ready form). */
+            message: string;
             /** @description The id of the message this one answers: a reply is delivered at once, never buffered. */
             reply?: string;
             /** @description Keep it as a draft (not delivered). With `iterate`, `false` sends the draft. */

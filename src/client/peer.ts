@@ -211,6 +211,11 @@ export class PeerClient {
     return this.settings.clientTimeout * 1000;
   }
 
+  /** The peer's agent card as it was read (normalized to 1.0; cached with the client for A2A_CLIENT_CACHE_TTL_SECONDS). */
+  getAgentCard(): AgentCard {
+    return this.card;
+  }
+
   /** The card, summarized (the a2a_discover tool). */
   summary(): A2aDiscoverResult {
     const card = this.card;

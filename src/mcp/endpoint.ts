@@ -92,6 +92,15 @@ export class McpEndpoint {
     if (isOpencodeCaller(caller) && !isLoopback(address)) {
       throw new A2AError("UNAUTHENTICATED", "The OpenCode credential (A2A_MCP_TOKEN) is accepted from loopback addresses only");
     }
+    // MCP's Streamable HTTP: the client takes both a JSON answer and an event stream (refused here, in the gateway's
+    // shape, before the SDK would answer it as a JSON-RPC error).
+    const accept = ctx.get("accept").toLowerCase();
+    if (!accept.includes("application/json") || !accept.includes("text/event-stream")) {
+      throw new A2AError("NOT_ACCEPTABLE", "POST /mcp answers application/json or text/event-stream: the Accept header must list both", {
+        accept: ctx.get("accept"),
+        required: "application/json, text/event-stream",
+      });
+    }
     let body: unknown;
     try {
       body = JSON.parse((state.rawBody ?? Buffer.alloc(0)).toString("utf8"));

@@ -64,7 +64,6 @@ export class MessageService {
     const principal = sender.principal;
     const from = await this.#from(sender, params, routing);
     if (params.iterate === true) return this.#iterate(principal, params, routing, signal);
-    if (params.message === undefined) throw invalid("message", "is required for a new message");
     const id = params.id ?? randomUUID();
     if (params.id !== undefined && this.opts.store.get(params.id) !== undefined) throw invalid("id", `message ${params.id} exists; iterate: true updates a draft`);
     const parent = params.reply === undefined ? undefined : this.#visible(principal, params.reply);
@@ -103,7 +102,7 @@ export class MessageService {
     if (!stored.draft) throw invalid("id", `message ${params.id} was sent; only drafts can be iterated`);
     const updated: StoredMessage = {
       ...stored,
-      message: params.message ?? stored.message,
+      message: params.message,
       draft: params.draft !== false,
       awaitReply: params.await_reply ?? stored.awaitReply,
       updatedAt: nowNs(this.#now),

@@ -26,7 +26,7 @@ import type { Principal } from "../../src/auth/index.js";
 import { errorEntry, generatedDir, type MethodEntry, type ProtocolLine } from "../../src/contract/catalog.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createGateway, type Gateway } from "../../src/server/app.js";
-import { openStorage, type Storage } from "../../src/storage/index.js";
+import { openStorage, type Storage, type StoredMessage } from "../../src/storage/index.js";
 import { startUpstream, type Upstream } from "../../src/upstream/index.js";
 import { text, tool } from "../../tools/upstream/script.js";
 import type { StubUpstream } from "../../tools/upstream/stub.js";
@@ -113,6 +113,15 @@ const taskScoped = (m: MethodEntry) => requiredOf(m).includes("taskId");
 const callScoped = (m: MethodEntry) => requiredOf(m).includes("call_id");
 /** Methods that read a task's records (opencode.governance.history): any task of the caller, live or not. */
 const trailScoped = (m: MethodEntry) => requiredOf(m).includes("task_id");
+/** The messages between sessions (opencode.messages.*): a session by `session`, a message by `id`. */
+const messagesFamily = (m: MethodEntry) => m.name.startsWith("opencode.messages.");
+/** A message of `owner` to `to`, stored as the service keeps it (for the methods that read one by `id`). */
+function storedMessage(storage: { messages: { create(m: StoredMessage): boolean } }, owner: string, to: string): string {
+  const id = `msg-matrix-${randomUUID()}`;
+  const now = BigInt(Date.now()) * 1_000_000n;
+  storage.messages.create({ id, owner, createdAt: now, updatedAt: now, from: null, to, inReplyTo: null, awaitReply: false, draft: false, buffered: true, acceptedAt: null, acceptedBy: null, initial: "matrix", message: "matrix", deliveredAt: null });
+  return id;
+}
 /** Methods that start subtasks: one subtask's fields at the top level (or `items`). */
 const subtaskRun = (m: MethodEntry) => hasParam(m, "items") && hasParam(m, "agent");
 /** The interrupt kind a request-scoped or recovery method is about (its name says it). */
@@ -203,6 +212,8 @@ interface Fixture {
   call?: string;
   /** A task of the caller whose records are read (`task_id`). */
   trail?: string;
+  /** A message between sessions (opencode.messages.*) the caller may read (`id`). */
+  sessionMessage?: string;
 }
 /** The stub's first command and primary agent (what OpenCode would accept). */
 let stubCommand = "init";
@@ -221,6 +232,10 @@ function realize(m: MethodEntry, fx: Fixture): Obj {
   if ("taskId" in p) p.taskId = fx.task;
   if ("call_id" in p) p.call_id = fx.call;
   if ("task_id" in p) p.task_id = fx.trail;
+  if (messagesFamily(m)) {
+    if ("session" in p) p.session = fx.session;
+    if ("id" in p) p.id = fx.sessionMessage;
+  }
   if (subtaskRun(m)) Object.assign(p, { agent: stubAgent, prompt: "matrix subtask", description: "matrix" });
   // exactly one of input / permissionOptionId is required by the handler; the schema cannot say so
   if (hasParam(m, "permissionOptionId") && p.input === undefined && p.permissionOptionId === undefined) p.permissionOptionId = "once";
@@ -537,6 +552,7 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
       task: randomUUID(),
       trail: randomUUID(),
     };
+    fx.sessionMessage = storedMessage(down.storage, ADMIN_ID, OWNED_ON_DOWN);
     // a finished task of the admin, whose records are read without OpenCode
     down.storage.tasks.create({ id: fx.trail!, contextId: randomUUID(), status: { state: "completed", timestamp: new Date().toISOString() } }, ADMIN_ID);
     // a subtask call on the down gateway: kept, its item failed (OpenCode's agent list could not be read)
@@ -769,7 +785,14 @@ describe("6. valid params → a result valid against result_schema", () => {
   it.each(EXT.map((m) => [m.name, m] as const))("%s", async (_name, m) => {
     for (const line of LINES) {
       const fx: Fixture = {};
-      if (sessionScoped(m)) Object.assign(fx, await ownedSession(main));
+      if (sessionScoped(m) || messagesFamily(m)) Object.assign(fx, await ownedSession(main));
+      if (messagesFamily(m)) {
+        // a message of the caller to its session, sent through the family itself (it waits in the buffer)
+        const send = EXT.find((e) => e.name === "opencode.messages.send")!;
+        const sent = await invokeServed(main, "0.3", send, { session: fx.session, message: "matrix" });
+        expect(sent.ok, describeOutcome(sent)).toBe(true);
+        fx.sessionMessage = (sent as { result: Obj }).result.message.id;
+      }
       let pending: { task: string; request: string } | undefined;
       if (requestScoped(m) || /\.(permissions|questions)\.list$/.test(m.name)) {
         pending = await interrupted(main, interruptTypeOf(m));

@@ -173,6 +173,24 @@ describe("POST /mcp with a credential of the gateway", () => {
     await anonymous.body?.cancel();
   });
 
+  it("an Accept without both MCP media types is NOT_ACCEPTABLE (406) in the line's REST error shape", async () => {
+    for (const [accept, line] of [
+      ["application/json", "0.3"],
+      ["text/event-stream", "1.0"],
+      ["", "1.0"],
+    ] as const) {
+      const res = await fetch(`${caller.url}/mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE.secret}`, "content-type": "application/json", "A2A-Version": line, ...(accept === "" ? {} : { accept }) },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
+      expect(res.status).toBe(406);
+      const body = (await res.json()) as { error?: { details?: { reason?: string }[] }; data?: { type?: string } };
+      const reason = line === "0.3" ? body.data?.type : body.error?.details?.find((d) => d.reason !== undefined)?.reason;
+      expect(reason, JSON.stringify(body)).toBe("NOT_ACCEPTABLE");
+    }
+  });
+
   it("GET and DELETE /mcp are 405", async () => {
     for (const method of ["GET", "DELETE"]) {
       const res = await call(caller.url, "/mcp", { method, headers: { authorization: `Bearer ${ALICE.secret}` } });
