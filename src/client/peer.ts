@@ -7,6 +7,7 @@
 // (A2A_CLIENT_TIMEOUT_SECONDS; for a stream: the longest silence between events) and fails with a typed
 // PeerCallError (./errors.ts).
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Role, type AgentCard, type AgentInterface, type Message, type StreamResponse, type Task } from "@a2a-js/sdk";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from "@a2a-js/sdk/client";
 import type { A2aCallResult, A2aDiscoverResult } from "../../generated/types/extensions.js";
@@ -28,12 +29,9 @@ export interface PeerMessage {
 export interface PeerCallOptions {
   /** The caller's cancel. */
   signal?: AbortSignal;
-  /** Each event as it arrives (send: also the polls' task snapshots). */
-  onEvent?: (event: StreamResponse) => void;
+  /** Each event as it arrives (send: also the polls' task snapshots), with the answer text it added. */
+  onEvent?: (event: StreamResponse, added: string) => void;
 }
-
-/** The states in which a task waits for the caller. */
-const WAITING_STATES: ReadonlySet<string> = new Set(["input-required", "auth-required"]);
 
 /** Artifact updates whose `append` flag is remembered at most (per client; the oldest are forgotten). */
 const MAX_APPEND_KEYS = 1024;
@@ -275,9 +273,8 @@ export class PeerClient {
     const signal = opts.signal === undefined ? stop.signal : AbortSignal.any([opts.signal, stop.signal]);
     try {
       for await (const event of this.sendMessage(message, { ...opts, signal })) {
-        answer.add(event);
-        opts.onEvent?.(event);
-        if (WAITING_STATES.has(answer.state)) break;
+        opts.onEvent?.(event, answer.add(event));
+        if (FINAL_STATES.has(answer.state)) break;
       }
     } finally {
       stop.abort();
@@ -286,11 +283,14 @@ export class PeerClient {
     const s = this.settings;
     const deadline = Date.now() + s.clientPollingTimeout * 1000;
     for (let wait = s.clientPollingInitialInterval * 1000; Date.now() < deadline; wait = Math.min(wait * s.clientPollingBackoff, s.clientPollingMaxInterval * 1000)) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, Math.max(0, deadline - Date.now()))));
-      if (opts.signal?.aborted) throw new PeerCallError("a2a_call_failed", "the call was canceled");
+      try {
+        await sleep(Math.min(wait, Math.max(0, deadline - Date.now())), undefined, opts.signal === undefined ? {} : { signal: opts.signal });
+      } catch {
+        throw new PeerCallError("a2a_call_failed", "the call was canceled");
+      }
       const task = await this.getTask(answer.taskId, opts.signal);
-      answer.addResult(task);
-      opts.onEvent?.({ payload: { $case: "task", value: task } } as StreamResponse);
+      const added = answer.addResult(task);
+      opts.onEvent?.({ payload: { $case: "task", value: task } } as StreamResponse, added);
       if (FINAL_STATES.has(answer.state)) break;
     }
     return answer;

@@ -3,10 +3,9 @@
 // `a2a_discover` summarizes the peer's card. Each gives a CallToolResult: the answer as text plus the contract shape
 // as structuredContent, or, on failure, a tool error result (`isError: true`) whose text and `_meta` carry the
 // PeerError {code, message}. The caller's abort cancels the outbound call.
-import { setTimeout as sleep } from "node:timers/promises";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { A2aCallInput, A2aCallResult, A2aDiscoverInput, PeerError } from "../../generated/types/extensions.js";
-import { describeEvent, FINAL_STATES, PeerAnswer, PeerCallError, peerError, type PeerClients } from "../client/index.js";
+import { describeEvent, PeerCallError, peerError, type PeerClients } from "../client/index.js";
 import { validate } from "../contract/validate.js";
 
 /** Where a failed call's PeerError is in the result's `_meta`. */
@@ -99,38 +98,24 @@ function resultText(result: A2aCallResult): string {
  */
 export async function callPeer(clients: PeerClients, input: A2aCallInput, progress: ((line: string) => void) | undefined, signal: AbortSignal): Promise<CallToolResult> {
   const throttle = progress === undefined ? undefined : new Throttle(progress);
-  const done = new AbortController();
   try {
     const peer = await clients.get(input.url, undefined, signal);
-    const answer = new PeerAnswer();
     const message = { text: input.message, ...(input.context_id === undefined ? {} : { contextId: input.context_id }), ...(input.task_id === undefined ? {} : { taskId: input.task_id }) };
-    for await (const event of peer.sendMessage(message, { signal: AbortSignal.any([signal, done.signal]) })) {
-      const added = answer.add(event);
-      const line = describeEvent(event);
-      if (line !== undefined) throttle?.push(`[${line}]\n`);
-      throttle?.push(added);
-      if (FINAL_STATES.has(answer.state)) break;
-    }
-    // A2A_CLIENT_POLLING_FALLBACK_ENABLED: a task still running when the stream ended is polled (with backoff) until
-    // it is terminal or waits, or the fallback's time is up.
-    const s = clients.settings;
-    if (s.clientPollingFallback && answer.taskId !== undefined && !FINAL_STATES.has(answer.state)) {
-      const deadline = Date.now() + s.clientPollingTimeout * 1000;
-      for (let wait = s.clientPollingInitialInterval * 1000; Date.now() < deadline && !FINAL_STATES.has(answer.state); wait = Math.min(wait * s.clientPollingBackoff, s.clientPollingMaxInterval * 1000)) {
-        await sleep(Math.min(wait, Math.max(0, deadline - Date.now())), undefined, { signal });
-        const task = await peer.getTask(answer.taskId, signal);
-        const added = answer.addResult(task);
-        throttle?.push(`[${describeEvent({ payload: { $case: "task", value: task } } as Parameters<typeof describeEvent>[0]) ?? ""}]\n`);
+    // PeerClient.send: the stream until the task is terminal or waits, then (A2A_CLIENT_POLLING_FALLBACK_*) polls.
+    const answer = await peer.send(message, {
+      signal,
+      onEvent: (event, added) => {
+        const line = describeEvent(event);
+        if (line !== undefined) throttle?.push(`[${line}]\n`);
         throttle?.push(added);
-      }
-    }
+      },
+    });
     throttle?.flush();
     const result = peer.result(answer);
     return { content: [{ type: "text", text: resultText(result) }], structuredContent: result as unknown as Record<string, unknown> };
   } catch (error) {
     return errorResult(peerError(error).toJSON());
   } finally {
-    done.abort();
     throttle?.stop();
   }
 }
