@@ -16,6 +16,10 @@ export type A2aDiscoverInput = Schemas["extensions.A2aDiscoverInput"];
 
 export type A2aDiscoverResult = Schemas["extensions.A2aDiscoverResult"];
 
+export type BufferToolDefaults = Schemas["extensions.BufferToolDefaults"];
+
+export type BufferToolInput = Schemas["extensions.BufferToolInput"];
+
 export type CacheTokenUsage = Schemas["extensions.CacheTokenUsage"];
 
 /** Bounds and defaults of the numeric fields of CacheTokenUsage. */
@@ -103,6 +107,8 @@ export type InterruptRecoveryResult = Schemas["extensions.InterruptRecoveryResul
 
 export type InterruptReplyResult = Schemas["extensions.InterruptReplyResult"];
 
+export type ListSessionToolInput = Schemas["extensions.ListSessionToolInput"];
+
 export type MessageSessionEntry = Schemas["extensions.MessageSessionEntry"];
 
 export type MessagesBufferParams = Schemas["extensions.MessagesBufferParams"];
@@ -123,6 +129,8 @@ export type MessagesSendParams = Schemas["extensions.MessagesSendParams"];
 export const MessagesSendParamsBounds = { await_timeout_seconds: { minimum: 1, maximum: 3600 } } as const;
 
 export type MessagesSendResult = Schemas["extensions.MessagesSendResult"];
+
+export type MessagesToolDefaults = Schemas["extensions.MessagesToolDefaults"];
 
 export type ModelSelection = Schemas["extensions.ModelSelection"];
 
@@ -227,6 +235,16 @@ export type QuestionRejectParams = Schemas["extensions.QuestionRejectParams"];
 export type QuestionReplyParams = Schemas["extensions.QuestionReplyParams"];
 
 export type RequestMetadata = Schemas["extensions.RequestMetadata"];
+
+export type SendMessageToolDefaults = Schemas["extensions.SendMessageToolDefaults"];
+
+/** Bounds and defaults of the numeric fields of SendMessageToolDefaults. */
+export const SendMessageToolDefaultsBounds = { await_timeout_seconds: { minimum: 1, maximum: 3600 } } as const;
+
+export type SendMessageToolInput = Schemas["extensions.SendMessageToolInput"];
+
+/** Bounds and defaults of the numeric fields of SendMessageToolInput. */
+export const SendMessageToolInputBounds = { await_timeout_seconds: { minimum: 1, maximum: 3600 } } as const;
 
 export type SessionAckResult = Schemas["extensions.SessionAckResult"];
 

@@ -2115,6 +2115,27 @@ export interface components {
             default_input_modes: string[];
             default_output_modes: string[];
         };
+        /** @description `buffer` parameters whose defaults a deployment may set. */
+        "extensions.BufferToolDefaults": {
+            accept?: boolean | string | number;
+            replies?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Input of the MCP tool `buffer` (seed 002): list or accept the buffered messages of a session. Seed defaults:
+         *     `accept` false (list), `replies` not listed, `session` the calling session.
+         */
+        "extensions.BufferToolInput": {
+            /** @description `true` / `oldest`, `newest`, a message id, or a number (an id first, then a position, 1 = oldest); absent or false: list. */
+            accept?: boolean | string | number;
+            /** @description Also list the replies the session received. */
+            replies?: boolean;
+            /** @description Whose buffer (an id or unique prefix of one of the caller's sessions); default: the calling session. */
+            session?: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description Cache-related token counts inside `Usage`. */
         "extensions.CacheTokenUsage": {
             /** @description Tokens served from the provider's prompt cache. */
@@ -2474,6 +2495,18 @@ export interface components {
             /** @description The request that was answered. */
             request_id: string;
         };
+        /**
+         * @description Input of the MCP tool `list-session` (seed 002): the caller's sessions. Defaults: `dir` = the calling session's
+         *     directory (seed: the working directory), `active` = both; A2A_MESSAGES_TOOL_DEFAULTS may change them.
+         */
+        "extensions.ListSessionToolInput": {
+            /** @description Only sessions of this directory (refused when it is not the calling session's and A2A_MESSAGES_CURRENT_DIRECTORY_ONLY is set). */
+            dir?: string;
+            /** @description Only working (true) or only idle (false) sessions; absent: both. */
+            active?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description An OpenCode session a principal may message. */
         "extensions.MessageSessionEntry": {
             id: string;
@@ -2582,6 +2615,18 @@ export interface components {
             reply?: components["schemas"]["extensions.SessionMessage"];
             /** @description `await_reply` that did not get an answer in time, or whose message waits in a buffer: why. */
             awaiting?: string;
+        };
+        /**
+         * @description A2A_MESSAGES_TOOL_DEFAULTS: the deployment's defaults of the messaging tools' parameters, per tool (seed 002:
+         *     "parameter defaults ought be broadly configurable"). A parameter the call gives wins; the tool list shows each
+         *     default in its input schema.
+         */
+        "extensions.MessagesToolDefaults": {
+            "list-session"?: components["schemas"]["extensions.ListSessionToolInput"];
+            "send-message"?: components["schemas"]["extensions.SendMessageToolDefaults"];
+            buffer?: components["schemas"]["extensions.BufferToolDefaults"];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description A provider/model pair. Used at `metadata.shared.model` to override the upstream default for one chat request, and
@@ -3016,6 +3061,45 @@ export interface components {
             shared?: components["schemas"]["extensions.SharedMetadata"];
             /** @description OpenCode routing hints (directory, workspace). */
             opencode?: components["schemas"]["extensions.OpenCodeMetadata"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description `send-message` parameters whose defaults a deployment may set (A2A_MESSAGES_TOOL_DEFAULTS). */
+        "extensions.SendMessageToolDefaults": {
+            session?: string;
+            fork?: boolean | number;
+            draft?: boolean;
+            await_reply?: boolean;
+            await_timeout_seconds?: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Input of the MCP tool `send-message` (seed 002): `opencode.messages.send` sent from the calling session (its
+         *     `from`; a fork is of it). Seed defaults: session `new`, elaborate, fork, iterate and draft false, id a new UUID,
+         *     no reply; A2A_MESSAGES_TOOL_DEFAULTS may change the defaults of `session`, `fork`, `draft`, `await_reply` and
+         *     `await_timeout_seconds`.
+         */
+        "extensions.SendMessageToolInput": {
+            /** @description `new`, `fork`, a session id, or a unique prefix of the id of one of the caller's sessions. */
+            session?: string;
+            /** @description Send to a fork of the calling session: `true` (at its latest message) or N messages back. */
+            fork?: boolean | number;
+            /** @description The text (with `iterate`: the draft's new ready form). */
+            message: string;
+            /** @description The id of the message this one answers (a reply is delivered at once). */
+            reply?: string;
+            /** @description Keep it as a draft; with `iterate`, `false` sends the draft. */
+            draft?: boolean;
+            /** @description The message's id (default: a new UUID), or the draft to update with `iterate`. */
+            id?: string;
+            /** @description Update the draft `id` instead of creating a message. */
+            iterate?: boolean;
+            /** @description Not supported (seed 002's future work): `true` is refused. */
+            elaborate?: boolean;
+            /** @description Wait for the receiving session's answer and return it as the reply. */
+            await_reply?: boolean;
+            await_timeout_seconds?: number;
         } & {
             [key: string]: unknown;
         };

@@ -1,8 +1,12 @@
 // Environment (+ optional .env) → one typed, validated Config. Every variable is declared once in `variables`;
 // the README's configuration table is checked against this list by test/unit/config.test.ts.
 import fs from "node:fs";
-import { catalog, type ProtocolLine } from "../contract/catalog.js";
+import type { ProtocolLine } from "../contract/catalog.js";
 import { DEFAULT_TASK_CACHE_SIZE, DEFAULT_TASK_STORE_DATABASE_URL, parseStoreUrl } from "./store-url.js";
+import { bool, bounded, extensionList, int, jsonObject, list, logLevel, messagesTools, oneOf, seconds, str, transports, url, type Env, type Variable } from "./variables.js";
+
+export type { ClientTransport, LogLevel, MessagesTool } from "./variables.js";
+export { MESSAGES_TOOLS } from "./variables.js";
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -11,175 +15,6 @@ export class ConfigError extends Error {
   }
 }
 
-type Env = Record<string, string | undefined>;
-
-interface Variable<T> {
-  name: string;
-  /** Default as documented in the README (`—` when unset). */
-  defaultText: string;
-  description: string;
-  secret?: boolean;
-  parse(raw: string | undefined, env: Env): T;
-}
-
-const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-function fail(name: string, raw: string, expected: string): never {
-  throw new Error(`${name}=${JSON.stringify(raw)}: expected ${expected}`);
-}
-
-function str(name: string, def: string | undefined, description: string, secret = false): Variable<string | undefined> {
-  return {
-    name,
-    defaultText: def ?? "—",
-    description,
-    secret,
-    parse: (raw) => (raw === undefined || raw.trim() === "" ? def : raw.trim()),
-  };
-}
-
-function bounded(pattern: RegExp, what: string) {
-  return (name: string, def: number, min: number, max: number, description: string): Variable<number> => ({
-    name,
-    defaultText: String(def),
-    description,
-    parse(raw) {
-      if (raw === undefined || raw.trim() === "") return def;
-      const v = raw.trim();
-      const n = Number(v);
-      if (!pattern.test(v) || n < min || n > max) fail(name, raw, `${what} in ${min}..${max}`);
-      return n;
-    },
-  });
-}
-
-const int = bounded(/^-?\d+$/, "an integer");
-const seconds = bounded(/^\d+(\.\d+)?$/, "a number of seconds");
-
-function bool(name: string, def: boolean, description: string): Variable<boolean> {
-  return {
-    name,
-    defaultText: String(def),
-    description,
-    parse(raw) {
-      if (raw === undefined || raw.trim() === "") return def;
-      const v = raw.trim().toLowerCase();
-      if (["1", "true", "yes", "on"].includes(v)) return true;
-      if (["0", "false", "no", "off"].includes(v)) return false;
-      fail(name, raw, "true or false");
-    },
-  };
-}
-
-function oneOf<T extends string>(name: string, values: readonly T[], def: T, description: string): Variable<T> {
-  return {
-    name,
-    defaultText: def,
-    description,
-    parse(raw) {
-      if (raw === undefined || raw.trim() === "") return def;
-      const v = raw.trim();
-      if (!(values as readonly string[]).includes(v)) fail(name, raw, `one of ${values.join(", ")}`);
-      return v as T;
-    },
-  };
-}
-
-function list(name: string, description: string): Variable<string[]> {
-  return {
-    name,
-    defaultText: "—",
-    description,
-    parse(raw) {
-      if (raw === undefined || raw.trim() === "") return [];
-      const t = raw.trim();
-      if (t.startsWith("[")) {
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(t);
-        } catch {
-          fail(name, raw, "a JSON array of strings or a comma-separated list");
-        }
-        if (!Array.isArray(parsed) || !parsed.every((x) => typeof x === "string"))
-          fail(name, raw, "a JSON array of strings or a comma-separated list");
-        return parsed as string[];
-      }
-      return t.split(",").map((s) => s.trim()).filter(Boolean);
-    },
-  };
-}
-
-const TRANSPORTS = ["JSONRPC", "HTTP+JSON"] as const;
-export type ClientTransport = (typeof TRANSPORTS)[number];
-
-/** An ordered list of A2A transports (`JSONRPC`, `HTTP+JSON`), each at most once. */
-function transports(name: string, description: string): Variable<ClientTransport[]> {
-  const base = list(name, description);
-  return {
-    ...base,
-    defaultText: TRANSPORTS.join(","),
-    parse(raw, env) {
-      const given = base.parse(raw, env);
-      if (given.length === 0) return [...TRANSPORTS];
-      const unknown = given.filter((t) => !(TRANSPORTS as readonly string[]).includes(t));
-      if (unknown.length > 0) fail(name, raw ?? "", `a list of ${TRANSPORTS.join(", ")}`);
-      return [...new Set(given)] as ClientTransport[];
-    },
-  };
-}
-
-function url(name: string, def: string | undefined, description: string): Variable<string | undefined> {
-  return {
-    name,
-    defaultText: def ?? "—",
-    description,
-    parse(raw) {
-      const v = raw === undefined || raw.trim() === "" ? def : raw.trim();
-      if (v === undefined) return undefined;
-      let u: URL;
-      try {
-        u = new URL(v);
-      } catch {
-        fail(name, v, "an absolute http(s) URL");
-      }
-      if (u.protocol !== "http:" && u.protocol !== "https:") fail(name, v, "an absolute http(s) URL");
-      return v.replace(/\/+$/, "");
-    },
-  };
-}
-
-function logLevel(): Variable<LogLevel> {
-  const aliases: Record<string, LogLevel> = { warning: "warn", critical: "fatal", notset: "trace", off: "silent" };
-  return {
-    name: "A2A_LOG_LEVEL",
-    defaultText: "warn",
-    description: "Log level: fatal, error, warn, info, debug, trace, silent (Python names such as WARNING are accepted).",
-    parse(raw) {
-      if (raw === undefined || raw.trim() === "") return "warn";
-      const v = raw.trim().toLowerCase();
-      const level = aliases[v] ?? v;
-      if (!(LOG_LEVELS as readonly string[]).includes(level)) fail("A2A_LOG_LEVEL", raw, `one of ${LOG_LEVELS.join(", ")}`);
-      return level as LogLevel;
-    },
-  };
-}
-
-/** A list of extension URIs, each one of the catalog's extensions (spec/extensions); anything else is a configuration error. */
-function extensionList(name: string, description: string): Variable<string[]> {
-  const base = list(name, description);
-  return {
-    ...base,
-    parse(raw, env) {
-      const uris = base.parse(raw, env);
-      const known = new Set(catalog.extensions.map((e) => e.uri));
-      const unknown = uris.filter((u) => !known.has(u));
-      if (unknown.length)
-        throw new Error(`${name}: unknown extension URI${unknown.length > 1 ? "s" : ""} ${unknown.map((u) => JSON.stringify(u)).join(", ")}; expected URIs of the catalog's extensions (the extended card lists them)`);
-      return [...new Set(uris)];
-    },
-  };
-}
 
 const SANDBOX_MODES = ["unknown", "read-only", "workspace-write", "danger-full-access", "custom"] as const;
 const FS_SCOPES = ["unknown", "workspace_only", "workspace_and_declared_roots", "unrestricted", "custom"] as const;
@@ -239,6 +74,8 @@ export const variables = {
   messagesActiveOnly: bool("A2A_MESSAGES_ACTIVE_ONLY", false, "Messaging: only working sessions are listed and can be addressed by id or prefix (new and fork sessions still can)."),
   messagesDefaultSession: str("A2A_MESSAGES_DEFAULT_SESSION", "new", "Messaging: where `send` goes when `session` and `fork` are absent: `new`, or a fixed session id."),
   messagesAwaitTimeout: int("A2A_MESSAGES_AWAIT_TIMEOUT_SECONDS", 300, 1, 3_600, "Messaging: how long `send` with `await_reply` waits for the answer when the call gives no `await_timeout_seconds`."),
+  messagesTools: messagesTools("A2A_MESSAGES_TOOLS", "Messaging: the tools `POST /mcp` offers the agents inside OpenCode (`list-session`, `send-message`, `buffer`; `none`: none of them). Off with A2A_ENABLE_MESSAGES=false or A2A_MCP_ENABLED=false."),
+  messagesToolDefaults: jsonObject("A2A_MESSAGES_TOOL_DEFAULTS", "Messaging: the deployment's defaults of the tools' parameters, per tool, e.g. `{\"send-message\":{\"await_reply\":true},\"list-session\":{\"active\":true}}` (shape: `MessagesToolDefaults`; checked at start). A parameter the call gives wins."),
   enableSubtasks: bool("A2A_ENABLE_SUBTASKS", true, "Enable `opencode.subtasks.run/get/cancel` (named OpenCode agents run as subtasks, one A2A task per item)."),
   maxParallelSubtasks: int("A2A_MAX_PARALLEL_SUBTASKS", 4, 1, 1_000, "Subtasks (`opencode.subtasks.run` items) one caller runs at once over all its calls; more wait, `submitted`, and start in order as running ones end."),
   allowDirectoryOverride: bool("A2A_ALLOW_DIRECTORY_OVERRIDE", true, "Allow `metadata.opencode.directory` inside the workspace root."),

@@ -1,41 +1,42 @@
 // Who made an MCP tool call that came with the OpenCode credential (A2A_MCP_TOKEN). The MCP request itself names no
 // OpenCode session, message or tool call, so the call is matched with the OpenCode tool part that made it: a part
-// of the session of one of this gateway's live tasks, of the same tool (`<server>_a2a_call` inside OpenCode), in
-// state `running`, with the same input. The part is looked for in the sessions' latest messages (OpenCode usually
+// of a session running a turn this gateway started (a live task's, or one a delivered message started: the
+// callers), of the same tool (`<server>_a2a_call` inside OpenCode), in state `running`, with the same input. The part is looked for in the sessions' latest messages (OpenCode usually
 // publishes it before it calls the server) and then on the upstream event hub for a bounded time. A matched part is
 // claimed: it never vouches for a second call. No match: the call is nobody's and is refused.
 //
-// Limits: a call made by a subagent in a child session of a task's session is not matched (only the task's own
-// session is followed); two calls of the same tool with the same input in flight at once in two tasks are
-// attributed to either task (both were made with the same input by tasks of this gateway; the owner of each
-// still needs the scope).
+// Limits: a call made by a subagent in a child session of a caller's session is not matched (only the caller's own
+// session is followed); two calls of the same tool with the same input in flight at once in two callers' sessions
+// are attributed to either (both were made with the same input in turns of this gateway; each principal still
+// needs the scope).
 import * as sdk from "../../generated/opencode/sdk.gen.js";
+import type { Principal } from "../auth/index.js";
 import type { Routing } from "../bridge/directory.js";
 import type { EventHub, Subscription } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
 
-/** A live task as the attribution sees it (src/runtime LiveTask). */
-export interface CallerTask {
-  id: string;
-  contextId: string;
-  sessionId: string | undefined;
-  owner: string;
-  scopes?: ReadonlySet<string> | undefined;
+/** A session running a turn the gateway started: a live task's (with its ids), or a delivered message's. */
+export interface CallerSession {
+  sessionId: string;
+  /** Who its tool calls act for (the task's owner, the message's sender or acceptor). */
+  principal: Principal;
   routing: Routing;
+  taskId?: string;
+  contextId?: string;
 }
 
 export interface AttributionDeps {
-  /** The live tasks that have a session now. */
-  tasks: () => readonly CallerTask[];
+  /** The sessions running such turns now (the first entry of a session wins). */
+  callers: () => readonly CallerSession[];
   hub: EventHub;
   upstream: UpstreamClient;
   /** How long to wait for the tool part to appear (default 3 s). */
   waitMs?: number;
 }
 
-/** The task a call was matched with, and the OpenCode tool call (session + call id). */
+/** The caller a call was matched with, and the OpenCode tool call (session + call id). */
 export interface Attributed {
-  task: CallerTask;
+  caller: CallerSession;
   sessionId: string;
   callId: string;
 }
@@ -85,26 +86,27 @@ export class CallAttribution {
     this.#deps = deps;
   }
 
-  /** The live task whose OpenCode tool call this is, or undefined (none within the wait, or the caller went away). */
+  /** The caller whose OpenCode tool call this is, or undefined (none within the wait, or the request went away). */
   async attribute(tool: string, input: unknown, signal?: AbortSignal): Promise<Attributed | undefined> {
-    const tasks = this.#deps.tasks().filter((t): t is CallerTask & { sessionId: string } => t.sessionId !== undefined);
-    if (tasks.length === 0) return undefined;
-    const bySession = new Map(tasks.map((t) => [t.sessionId, t]));
+    const bySession = new Map<string, CallerSession>();
+    for (const c of this.#deps.callers()) if (!bySession.has(c.sessionId)) bySession.set(c.sessionId, c);
+    if (bySession.size === 0) return undefined;
+    const callers = [...bySession.values()];
     const wanted = canonical(input);
     const match = (part: unknown): Attributed | undefined => {
       if (!isToolPart(part) || part.state.status !== "running" || !sameTool(part.tool, tool)) return undefined;
-      const task = bySession.get(part.sessionID);
-      if (task === undefined || canonical(part.state.input ?? {}) !== wanted) return undefined;
+      const caller = bySession.get(part.sessionID);
+      if (caller === undefined || canonical(part.state.input ?? {}) !== wanted) return undefined;
       const key = `${part.sessionID}/${part.callID}`;
       if (this.#claimed.has(key)) return undefined;
       this.#claim(key);
-      return { task, sessionId: part.sessionID, callId: part.callID };
+      return { caller, sessionId: part.sessionID, callId: part.callID };
     };
     // Subscribe first, then read the snapshots: a part published in between is seen by one or the other.
     const sub = this.#deps.hub.subscribe({ sessions: bySession.keys(), types: new Set(["message.part.updated"]) });
     const deadline = Date.now() + (this.#deps.waitMs ?? 3_000);
     try {
-      const fromSnapshot = await this.#snapshots(tasks, match, signal);
+      const fromSnapshot = await this.#snapshots(callers, match, signal);
       if (fromSnapshot !== undefined) return fromSnapshot;
       return await this.#watch(sub, match, deadline, signal);
     } finally {
@@ -117,9 +119,9 @@ export class CallAttribution {
     if (this.#claimed.size > CLAIMS_KEPT) this.#claimed.delete(this.#claimed.values().next().value as string);
   }
 
-  async #snapshots(tasks: readonly (CallerTask & { sessionId: string })[], match: (part: unknown) => Attributed | undefined, signal?: AbortSignal): Promise<Attributed | undefined> {
+  async #snapshots(callers: readonly CallerSession[], match: (part: unknown) => Attributed | undefined, signal?: AbortSignal): Promise<Attributed | undefined> {
     const lists = await Promise.all(
-      tasks.map((t) =>
+      callers.map((t) =>
         this.#deps.upstream
           .call(
             "sessionMessages",

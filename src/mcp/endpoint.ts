@@ -1,10 +1,12 @@
 // The MCP endpoint `POST /mcp` (contract: spec/mcp.tsp): the official MCP SDK's Streamable HTTP transport in
 // stateless mode, one low-level Server and transport per HTTP request, answering with SSE so the progress
-// notifications of a2a_call reach the client before its result. The edge has already authenticated the request and
-// checked `peers.call`; here the OpenCode credential is held to loopback addresses and each of its tool calls is
-// attributed to the owner of the task that made it (./attribution.ts), whose own scopes must include `peers.call`.
-// Every tool call, allowed or refused, is one audit entry (`mcp/<tool>`, the peer's host, the outcome); never the
-// message text, never a credential.
+// notifications of a2a_call reach the client before its result. Tools: a2a_call and a2a_discover (./tools.ts), and
+// the messaging tools list-session, send-message and buffer (./messages-tools.ts) when enabled. The edge has
+// already authenticated the request and checked `peers.call`; here the OpenCode credential is held to loopback
+// addresses and each of its tool calls is attributed to the session that made it (./attribution.ts): it acts for
+// that turn's principal, whose own scopes must include the tool's (`peers.call`; sessions.read / sessions.control
+// for the messaging tools), and the messaging tools send from that session. Every tool call, allowed or refused, is
+// one audit entry (`mcp/<tool>`, the peer's host, the outcome); never the message text, never a credential.
 import type { Context } from "koa";
 import type { Logger } from "pino";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -12,14 +14,16 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, CancelledNotificationSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { A2aCallInput, A2aDiscoverInput } from "../../generated/types/extensions.js";
 import type { Principal } from "../auth/index.js";
+import type { Routing } from "../bridge/directory.js";
 import { peerError, PeerCallError, PeerClients } from "../client/index.js";
 import type { ClientSettings } from "../config/client-settings.js";
 import { packageVersion } from "../contract/catalog.js";
-import { A2AError } from "../contract/errors.js";
+import { A2AError, toA2AError } from "../contract/errors.js";
 import type { AuditRecorder } from "../observability/audit.js";
 import type { RequestState } from "../pipeline/state.js";
 import type { CallAttribution } from "./attribution.js";
 import { isLoopback, isOpencodeCaller, PEERS_CALL } from "./credential.js";
+import { ERROR_META, messagingError, type MessagingTools } from "./messages-tools.js";
 import { toolSchema } from "./schemas.js";
 import { callPeer, checkInput, discoverPeer, errorResult, peerHost, PEER_ERROR_META, type ToolName } from "./tools.js";
 
@@ -28,6 +32,8 @@ export interface McpEndpointDeps {
   settings: ClientSettings;
   /** Attribution of the OpenCode credential's calls (absent without an upstream: its calls are then refused). */
   attribution?: CallAttribution | undefined;
+  /** The messaging tools (absent: not offered). */
+  messaging?: MessagingTools | undefined;
   /** The audit log (absent when A2A_AUDIT_LOG_ENABLED=false). */
   recorder?: AuditRecorder | undefined;
   log: Pick<Logger, "warn" | "debug">;
@@ -35,7 +41,7 @@ export interface McpEndpointDeps {
 
 let tools: Tool[] | undefined;
 
-/** The tool list, from the contract's schemas (built once). */
+/** The a2a tools, from the contract's schemas (built once). */
 export function toolList(): Tool[] {
   tools ??= [
     {
@@ -57,14 +63,17 @@ export function toolList(): Tool[] {
   return tools;
 }
 
-/** Who a tool call acts for: the caller, or the owner of the task the OpenCode credential's call was matched with. */
+/** Who a tool call acts for: the caller, or the principal of the turn the OpenCode credential's call was matched with. */
 interface Acting {
-  principal: string;
+  principal: Principal;
   credentialId: string;
-  taskId?: string;
-  contextId?: string;
-  sessionId?: string;
+  taskId?: string | undefined;
+  contextId?: string | undefined;
+  sessionId?: string | undefined;
+  routing?: Routing | undefined;
 }
+
+const isPeerTool = (name: string): name is ToolName => name === "a2a_call" || name === "a2a_discover";
 
 export class McpEndpoint {
   readonly clients: PeerClients;
@@ -110,7 +119,7 @@ export class McpEndpoint {
     // Ends when the client goes away: the outbound calls of this request are canceled.
     const gone = new AbortController();
     const server = new Server({ name: "opencode-a2a", version: packageVersion }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolList() }));
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...toolList(), ...(this.deps.messaging?.tools() ?? [])] }));
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
       const progressToken = extra._meta?.progressToken;
       let count = 0;
@@ -155,38 +164,57 @@ export class McpEndpoint {
     signal: AbortSignal,
     progress: ((line: string) => void) | undefined,
   ): Promise<CallToolResult> {
-    if (name !== "a2a_call" && name !== "a2a_discover") throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}`);
-    const tool: ToolName = name;
+    const messaging = this.deps.messaging;
+    if (!isPeerTool(name) && messaging?.has(name) !== true) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}`);
     const started = performance.now();
-    let acting: Acting = { principal: caller.id, credentialId: caller.credentialId };
+    let acting: Acting = { principal: caller, credentialId: caller.credentialId };
     let result: CallToolResult;
-    try {
-      const input = await checkInput<A2aCallInput | A2aDiscoverInput>(tool, args);
-      if (isOpencodeCaller(caller)) {
-        const found = await this.deps.attribution?.attribute(tool, args, signal);
-        if (found === undefined) throw new PeerCallError("a2a_not_allowed", "no running task of this gateway made this call");
-        acting = { principal: found.task.owner, credentialId: caller.credentialId, taskId: found.task.id, contextId: found.task.contextId, sessionId: found.sessionId };
-        if (found.task.scopes?.has(PEERS_CALL) !== true) {
+    if (isPeerTool(name)) {
+      try {
+        const input = await checkInput<A2aCallInput | A2aDiscoverInput>(name, args);
+        acting = await this.#acting(name, args, caller, signal, (message) => new PeerCallError("a2a_not_allowed", message));
+        if (!acting.principal.scopes.has(PEERS_CALL)) {
           throw new PeerCallError("a2a_not_allowed", `the owner of the task that made this call lacks the ${PEERS_CALL} scope`);
         }
+        result = name === "a2a_call" ? await callPeer(this.clients, input as A2aCallInput, progress, signal) : await discoverPeer(this.clients, input as A2aDiscoverInput, signal);
+      } catch (error) {
+        const failure = peerError(error);
+        if (failure.code === "a2a_not_allowed") this.deps.log.warn({ tool: name, principal: acting.principal.id, credential_id: acting.credentialId, peer: peerHost(args) }, `MCP call refused: ${failure.message}`);
+        result = errorResult(failure.toJSON());
       }
-      result = tool === "a2a_call" ? await callPeer(this.clients, input as A2aCallInput, progress, signal) : await discoverPeer(this.clients, input as A2aDiscoverInput, signal);
-    } catch (error) {
-      const failure = peerError(error);
-      if (failure.code === "a2a_not_allowed") this.deps.log.warn({ tool, principal: acting.principal, credential_id: acting.credentialId, peer: peerHost(args) }, `MCP call refused: ${failure.message}`);
-      result = errorResult(failure.toJSON());
+    } else {
+      const tool = name as Parameters<MessagingTools["call"]>[0];
+      try {
+        await messaging!.checkInput(tool, args);
+        acting = await this.#acting(name, args, caller, signal, (message) => new A2AError("UNAUTHENTICATED", message));
+        result = await messaging!.call(tool, args ?? {}, acting, state.line, signal);
+      } catch (error) {
+        const err = toA2AError(error);
+        if (err.reason === "UNAUTHENTICATED") this.deps.log.warn({ tool: name, credential_id: acting.credentialId }, `MCP call refused: ${err.message}`);
+        result = messagingError(err, state.line);
+      }
     }
-    this.#audit(tool, args, acting, result, state, address, performance.now() - started);
+    this.#audit(name, args, acting, result, state, address, performance.now() - started);
     return result;
   }
 
-  #audit(tool: ToolName, args: unknown, acting: Acting, result: CallToolResult, state: RequestState, address: string | undefined, ms: number): void {
+  /** The caller itself, or (OpenCode credential) the turn whose tool call this is; none: `refuse`. */
+  async #acting(tool: string, args: unknown, caller: Principal, signal: AbortSignal, refuse: (message: string) => Error): Promise<Acting> {
+    if (!isOpencodeCaller(caller)) return { principal: caller, credentialId: caller.credentialId };
+    const found = await this.deps.attribution?.attribute(tool, args, signal);
+    if (found === undefined) throw refuse("no running task of this gateway made this call");
+    const c = found.caller;
+    return { principal: c.principal, credentialId: caller.credentialId, taskId: c.taskId, contextId: c.contextId, sessionId: found.sessionId, routing: c.routing };
+  }
+
+  #audit(tool: string, args: unknown, acting: Acting, result: CallToolResult, state: RequestState, address: string | undefined, ms: number): void {
     const recorder = this.deps.recorder;
     if (recorder === undefined) return;
-    const failure = result.isError === true ? (result._meta?.[PEER_ERROR_META] as { code?: string } | undefined) : undefined;
-    const peer = peerHost(args);
+    const peerFailure = result.isError === true ? (result._meta?.[PEER_ERROR_META] as { code?: string } | undefined) : undefined;
+    const failure = result.isError === true ? (peerFailure?.code ?? (result._meta?.[ERROR_META] as { reason?: string } | undefined)?.reason ?? "a2a_call_failed") : undefined;
+    const peer = isPeerTool(tool) ? peerHost(args) : undefined;
     recorder.record({
-      principal: acting.principal,
+      principal: acting.principal.id,
       credential_id: acting.credentialId,
       transport: "jsonrpc",
       line: state.line,
@@ -196,7 +224,7 @@ export class McpEndpoint {
       ...(acting.contextId === undefined ? {} : { context_id: acting.contextId }),
       ...(acting.sessionId === undefined ? {} : { session_id: acting.sessionId }),
       outcome: failure === undefined ? "ok" : "error",
-      ...(failure === undefined ? {} : { error_reason: failure.code ?? "a2a_call_failed" }),
+      ...(failure === undefined ? {} : { error_reason: failure }),
       status: 200,
       duration_ms: Math.round(ms * 1000) / 1000,
       ...(address === undefined ? {} : { client_ip: address }),

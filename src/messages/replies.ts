@@ -33,6 +33,23 @@ export async function turnEnded(sub: Subscription, timeoutMs: number, signal?: A
   }
 }
 
+/** `promise`'s value, or undefined when `ms` pass or `signal` aborts first (a rejection is undefined too: it is handled where the promise is made). */
+export async function within<T>(promise: Promise<T | undefined>, ms: number, signal?: AbortSignal): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const stop = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+    onAbort = () => resolve(undefined);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise.catch(() => undefined), stop]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
+  }
+}
+
 /** The text of the session's newest assistant message created at or after `sinceMs` (undefined when there is none). */
 export async function latestAnswer(upstream: UpstreamClient, sessionId: string, routing: Routing, sinceMs: number): Promise<string | undefined> {
   const messages = await upstream.call(

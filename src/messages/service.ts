@@ -25,7 +25,7 @@ import { invalid } from "../protocol/codec/common.js";
 import type { MessageStore, StoredMessage } from "../storage/messages.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import type { EventHub } from "../upstream/hub.js";
-import { latestAnswer, TURN_END_TYPES, turnEnded } from "./replies.js";
+import { latestAnswer, TURN_END_TYPES, turnEnded, within } from "./replies.js";
 import { upstreamCall, type SessionDirectory } from "./sessions.js";
 import { BUFFER_INSTRUCTION, deliveryPrompt, nowNs, toWire } from "./wire.js";
 
@@ -38,6 +38,12 @@ export interface MessageServiceOptions {
   defaultSession: string;
   /** A2A_MESSAGES_AWAIT_TIMEOUT_SECONDS in ms. */
   awaitTimeoutMs: number;
+  /** A2A_MESSAGES_CURRENT_DIRECTORY_ONLY: a listing cannot name another directory. */
+  currentDirectoryOnly: boolean;
+  /** A2A_MESSAGES_ACTIVE_ONLY: listings show working sessions only. */
+  activeOnly: boolean;
+  /** The workspace root (OPENCODE_WORKSPACE_ROOT): the directory of a request that names none. */
+  root: string;
   log: Pick<Logger, "warn">;
   now?: () => number;
 }
@@ -48,13 +54,34 @@ export interface Sender {
   session?: string;
 }
 
+/**
+ * A turn the service started by delivering a message: until it ends, the session's tool calls to the gateway's MCP
+ * endpoint act for `principal` (the sender, or whoever accepted the message from the buffer).
+ */
+export interface DeliveredTurn {
+  sessionId: string;
+  messageId: string;
+  principal: Principal;
+  routing: Routing;
+}
+
+/** How long a delivered turn is followed (for its reply and its tool calls) at the most. */
+export const DELIVERY_WATCH_MS = 3_600_000;
+
 const notFound = (id: string): A2AError => new A2AError("MESSAGE_NOT_FOUND", undefined, { id });
 
 export class MessageService {
   readonly #now: () => number;
+  /** Delivered turns not yet ended, by message id. */
+  readonly #turns = new Map<string, DeliveredTurn>();
 
   constructor(private readonly opts: MessageServiceOptions) {
     this.#now = opts.now ?? Date.now;
+  }
+
+  /** The turns delivered messages started that are still running (the MCP endpoint attributes their tool calls). */
+  deliveredTurns(): DeliveredTurn[] {
+    return [...this.#turns.values()];
   }
 
   // ---- send ---------------------------------------------------------------------------------------------------
@@ -88,7 +115,7 @@ export class MessageService {
       deliveredAt: null,
     };
     if (!this.opts.store.create(message)) throw invalid("id", `message ${id} exists; iterate: true updates a draft`);
-    return this.#dispatch(message, routing, params, signal);
+    return this.#dispatch(message, principal, routing, params, signal);
   }
 
   /** `iterate`: a draft's new text and state; `draft: false` sends it. */
@@ -108,17 +135,17 @@ export class MessageService {
       updatedAt: nowNs(this.#now),
     };
     this.opts.store.update(updated);
-    return this.#dispatch(updated, routing, params, signal);
+    return this.#dispatch(updated, principal, routing, params, signal);
   }
 
   /** After a message is stored: a draft or a buffered message stays; a ready one is delivered (and awaited). */
-  async #dispatch(message: StoredMessage, routing: Routing, params: MessagesSendParams, signal?: AbortSignal): Promise<MessagesSendResult> {
+  async #dispatch(message: StoredMessage, principal: Principal, routing: Routing, params: MessagesSendParams, signal?: AbortSignal): Promise<MessagesSendResult> {
     if (message.draft) return { message: toWire(message) };
     if (message.buffered) {
       return { message: toWire(message), ...(message.awaitReply ? { awaiting: "the message waits in the receiver's buffer; its reply is threaded once it is accepted and answered" } : {}) };
     }
     const timeoutMs = params.await_timeout_seconds === undefined ? this.opts.awaitTimeoutMs : params.await_timeout_seconds * 1000;
-    const { delivered, reply } = await this.#deliver(message, routing, message.awaitReply ? { timeoutMs, signal } : undefined);
+    const { delivered, reply } = await this.#deliver(message, principal, routing, message.awaitReply ? { timeoutMs, signal } : undefined);
     return {
       message: toWire(delivered),
       ...(reply === undefined ? {} : { reply: toWire(reply) }),
@@ -128,16 +155,23 @@ export class MessageService {
 
   /**
    * Prompts the message into its session. A delivery OpenCode refuses leaves the message a draft (nothing is lost;
-   * iterate it to send again) and fails the call. With `wait`, the session's answer becomes a reply; when it does not
-   * come in time, it is still threaded when the turn ends (in the background).
+   * iterate it to send again) and fails the call. The turn it starts is followed (one subscription, made before the
+   * prompt so its end cannot be missed) until it ends, at most DELIVERY_WATCH_MS: meanwhile it is one of the
+   * deliveredTurns(), and with `await_reply` its answer becomes the reply when it ends. With `wait`, the call waits
+   * for that reply at most `wait.timeoutMs`; a later answer is still threaded when the turn ends.
    */
-  async #deliver(message: StoredMessage, routing: Routing, wait?: { timeoutMs: number; signal?: AbortSignal }): Promise<{ delivered: StoredMessage; reply?: StoredMessage }> {
+  async #deliver(
+    message: StoredMessage,
+    principal: Principal,
+    routing: Routing,
+    wait?: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<{ delivered: StoredMessage; reply?: StoredMessage }> {
     const to = message.to;
     if (to === null) return { delivered: message };
-    const sub = message.awaitReply ? this.opts.hub.subscribe({ sessions: [to], types: TURN_END_TYPES }) : undefined;
+    const sub = this.opts.hub.subscribe({ sessions: [to], types: TURN_END_TYPES });
     const since = this.#now();
     try {
-      await sub?.ready(10_000);
+      await sub.ready(10_000);
       await upstreamCall(() =>
         this.opts.upstream.call("sessionPromptAsync", (c) => sdk.sessionPromptAsync({ ...c, path: { sessionID: to }, body: { parts: [{ type: "text", text: deliveryPrompt(message) }] } }), {
           ...routing,
@@ -145,26 +179,22 @@ export class MessageService {
         }),
       );
     } catch (error) {
-      sub?.close();
+      sub.close();
       this.opts.store.update({ ...message, draft: true, updatedAt: nowNs(this.#now) });
       throw error;
     }
     const delivered: StoredMessage = { ...message, deliveredAt: nowNs(this.#now), updatedAt: nowNs(this.#now) };
     this.opts.store.update(delivered);
-    if (sub === undefined) return { delivered };
-    const answered = turnEnded(sub, wait?.timeoutMs ?? this.opts.awaitTimeoutMs, wait?.signal).then((ended) => (ended ? this.#reply(delivered, routing, since) : undefined));
-    if (wait === undefined) {
-      answered.catch((error: unknown) => this.opts.log.warn({ err: String(error), id: message.id }, "could not thread the answer to a message"));
+    this.#turns.set(message.id, { sessionId: to, messageId: message.id, principal, routing });
+    const ended = turnEnded(sub, DELIVERY_WATCH_MS).finally(() => this.#turns.delete(message.id));
+    if (!message.awaitReply) {
+      void ended;
       return { delivered };
     }
-    const reply = await answered;
-    if (reply === undefined) {
-      // Not in time: keep waiting in the background (bounded by the await timeout) and thread it then.
-      const late = this.opts.hub.subscribe({ sessions: [to], types: TURN_END_TYPES });
-      void turnEnded(late, this.opts.awaitTimeoutMs)
-        .then((ended) => (ended ? this.#reply(delivered, routing, since) : undefined))
-        .catch((error: unknown) => this.opts.log.warn({ err: String(error), id: message.id }, "could not thread the answer to a message"));
-    }
+    const answered = ended.then((done) => (done ? this.#reply(delivered, routing, since) : undefined));
+    answered.catch((error: unknown) => this.opts.log.warn({ err: String(error), id: message.id }, "could not thread the answer to a message"));
+    if (wait === undefined) return { delivered };
+    const reply = await within(answered, wait.timeoutMs, wait.signal);
     return { delivered, ...(reply === undefined ? {} : { reply }) };
   }
 
@@ -239,10 +269,31 @@ export class MessageService {
 
   // ---- list_sessions / buffer / get ---------------------------------------------------------------------------
 
-  /** The caller's sessions of the routing's directory (`active`: only working / only idle ones), newest first. */
-  async listSessions(principal: Principal, routing: Routing, active?: boolean): Promise<MessagesListSessionsResult> {
+  /** The directory a routing names (a workspace names none). */
+  #directoryOf(routing: Routing): string | undefined {
+    if ("directory" in routing) return routing.directory;
+    return "workspace" in routing ? undefined : this.opts.root;
+  }
+
+  /**
+   * The caller's sessions of a directory, newest first: `dir` (default: the routing's directory; another one is
+   * refused under A2A_MESSAGES_CURRENT_DIRECTORY_ONLY; `reroute` gives its routing), `active` only working (true) or
+   * only idle (false) ones (A2A_MESSAGES_ACTIVE_ONLY: only working ones).
+   */
+  async listSessions(principal: Principal, routing: Routing, params: { dir?: string | undefined; active?: boolean | undefined }, reroute: (dir: string) => Routing): Promise<MessagesListSessionsResult> {
+    let where = routing;
+    if (params.dir !== undefined && params.dir !== this.#directoryOf(routing)) {
+      if (this.opts.currentDirectoryOnly) throw invalid("dir", "must be the caller's directory (A2A_MESSAGES_CURRENT_DIRECTORY_ONLY)");
+      try {
+        where = reroute(params.dir);
+      } catch (error) {
+        if (error instanceof A2AError && error.reason === "INVALID_PARAMS") throw invalid("dir", error.message.replace(/^directory /, ""));
+        throw error;
+      }
+    }
+    const active = this.opts.activeOnly ? true : params.active;
     const dir = this.opts.directory;
-    const [sessions, busy] = await Promise.all([dir.list(principal, routing), dir.busy(routing)]);
+    const [sessions, busy] = await Promise.all([dir.list(principal, where), dir.busy(where)]);
     const wanted = sessions.filter((s) => active === undefined || busy.has(s.id) === active);
     const sizes = this.opts.store.bufferSizes(wanted.map((s) => s.id));
     return {
@@ -266,7 +317,7 @@ export class MessageService {
       const now = nowNs(this.#now);
       const taken: StoredMessage = { ...chosen, acceptedAt: now, acceptedBy: sender.session !== undefined && sender.session !== session ? sender.session : null, updatedAt: now };
       this.opts.store.update(taken);
-      accepted = (await this.#deliver(taken, routing)).delivered;
+      accepted = (await this.#deliver(taken, sender.principal, routing)).delivered;
     }
     const waiting = this.opts.store.buffer(session).map(toWire);
     return {

@@ -90,6 +90,8 @@ export class LiveTask {
     readonly trustLevel?: string,
     /** The owner's scopes when the task started (what the OpenCode credential of the MCP tools acts with). */
     readonly scopes?: ReadonlySet<string>,
+    /** Whether the owner was an admin when the task started. */
+    readonly admin = false,
   ) {
     this.#task = task;
     this.id = task.id;

@@ -128,7 +128,7 @@ export class TaskRuntime {
     const task = newTask(message, contextId, modes.accepted, gate === undefined ? "working" : "submitted");
     if (spec?.opencode !== undefined) task.metadata = mergeOpencode(task.metadata, spec.opencode);
     const taskId = task.id;
-    const live = new LiveTask(task, principal.id, routing, principal.trustLevel, principal.scopes);
+    const live = new LiveTask(task, principal.id, routing, principal.trustLevel, principal.scopes, principal.admin);
     live.diffAsFile = modes.diffAsFile;
     live.includeFileContents = wantsFileContents(metadata);
     this.#lifecycle.write(() =>

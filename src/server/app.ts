@@ -31,7 +31,10 @@ import { SessionDirectory } from "../messages/sessions.js";
 import { ModelMonitor } from "../upstream/model-check.js";
 import { traceFields, type TraceContext } from "../tracing/index.js";
 import { startSpanExport } from "../tracing/otel.js";
-import { CallAttribution } from "../mcp/attribution.js";
+import { resolveRouting } from "../bridge/directory.js";
+import { CallAttribution, type CallerSession } from "../mcp/attribution.js";
+import { OPENCODE_CALLER } from "../mcp/credential.js";
+import { MessagingTools } from "../mcp/messages-tools.js";
 import { withOpencodeCredential } from "../mcp/credential.js";
 import { McpEndpoint } from "../mcp/endpoint.js";
 
@@ -268,8 +271,24 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     runtime.failOrphans();
     push?.start();
   }
+  // Messages between OpenCode sessions (seed 002): the opencode.messages.* methods and the MCP messaging tools.
+  const messages =
+    deps.upstream === undefined || storage === undefined || sessions === undefined
+      ? undefined
+      : new MessageService({
+          store: storage.messages,
+          directory: new SessionDirectory({ upstream: deps.upstream.client, sessions, owners: storage.sessions, activeOnly: config.messagesActiveOnly }),
+          upstream: deps.upstream.client,
+          hub: deps.upstream.hub,
+          defaultSession: config.messagesDefaultSession!,
+          awaitTimeoutMs: config.messagesAwaitTimeout * 1000,
+          currentDirectoryOnly: config.messagesCurrentDirectoryOnly,
+          activeOnly: config.messagesActiveOnly,
+          root: routing.root,
+          log: log.child({ component: "messages" }),
+        });
   const extensions =
-    runtime === undefined || deps.upstream === undefined || storage === undefined || sessions === undefined || interrupts === undefined
+    runtime === undefined || messages === undefined || deps.upstream === undefined || storage === undefined || sessions === undefined || interrupts === undefined
       ? undefined
       : extensionHandlers({
           config,
@@ -290,15 +309,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
             metrics,
             log: log.child({ component: "subtasks" }),
           }),
-          messages: new MessageService({
-            store: storage.messages,
-            directory: new SessionDirectory({ upstream: deps.upstream.client, sessions, owners: storage.sessions, activeOnly: config.messagesActiveOnly }),
-            upstream: deps.upstream.client,
-            hub: deps.upstream.hub,
-            defaultSession: config.messagesDefaultSession!,
-            awaitTimeoutMs: config.messagesAwaitTimeout * 1000,
-            log: log.child({ component: "messages" }),
-          }),
+          messages,
           routing,
           metrics,
           log: log.child({ component: "extensions" }),
@@ -324,11 +335,32 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const registryOf = interrupts;
   const governanceHistory = registryOf === undefined ? undefined : registryOf.history.bind(registryOf);
   // The MCP tools for the agents inside OpenCode (one outbound client set per gateway: the A2A_CLIENT_* settings).
+  // The OpenCode credential's calls act for the turn that made them: a live task's, or one a delivered message started.
   const live = runtime;
-  const attribution =
-    deps.upstream === undefined || live === undefined ? undefined : new CallAttribution({ tasks: () => live.onSessions(), hub: deps.upstream.hub, upstream: deps.upstream.client });
+  const callers = (): CallerSession[] => [
+    ...(live?.onSessions() ?? []).map((t) => ({
+      sessionId: t.sessionId!,
+      principal: { id: t.owner, credentialId: OPENCODE_CALLER.credentialId, trustLevel: t.trustLevel ?? "unknown", scopes: t.scopes ?? new Set<string>(), admin: t.admin },
+      routing: t.routing,
+      taskId: t.id,
+      contextId: t.contextId,
+    })),
+    ...(messages?.deliveredTurns() ?? []),
+  ];
+  const attribution = deps.upstream === undefined || live === undefined ? undefined : new CallAttribution({ callers, hub: deps.upstream.hub, upstream: deps.upstream.client });
+  const messaging =
+    messages === undefined || !config.enableMessages || config.messagesTools.length === 0
+      ? undefined
+      : new MessagingTools({
+          service: messages,
+          enabled: config.messagesTools,
+          defaults: await MessagingTools.checkDefaults(config.messagesToolDefaults),
+          defaultSession: config.messagesDefaultSession!,
+          rootRouting: resolveRouting(undefined, routing),
+          reroute: (dir) => resolveRouting({ opencode: { directory: dir } }, routing),
+        });
   const mcp = config.mcpEnabled
-    ? new McpEndpoint({ settings: config, attribution, recorder: config.auditEnabled ? recorder : undefined, log: log.child({ component: "mcp" }) })
+    ? new McpEndpoint({ settings: config, attribution, messaging, recorder: config.auditEnabled ? recorder : undefined, log: log.child({ component: "mcp" }) })
     : undefined;
   const { app, handler, router } = httpSide({ config, log, catalog, facts, registry, discovery, recorder, metrics, auth, limits, guard, governanceHistory, mcp });
   return {

@@ -24,7 +24,7 @@ export const LAYERS = {
   extensions: ["auth", "bridge", "config", "contract", "governance", "messages", "observability", "operations", "protocol", "runtime", "storage", "subtasks", "tracing", "upstream", "util"],
   discovery: ["auth", "config", "contract", "protocol", "util"],
   pipeline: ["auth", "config", "contract", "logging", "observability", "protocol", "tracing", "util"],
-  mcp: ["auth", "bridge", "client", "config", "contract", "observability", "pipeline", "upstream", "util"],
+  mcp: ["auth", "bridge", "client", "config", "contract", "messages", "observability", "pipeline", "protocol", "upstream", "util"],
   transport: ["auth", "contract", "discovery", "logging", "observability", "operations", "pipeline", "protocol", "tracing", "util"],
   server: ["auth", "bridge", "config", "contract", "discovery", "extensions", "governance", "logging", "mcp", "messages", "observability", "operations", "pipeline", "protocol", "push", "runtime", "storage", "subtasks", "tracing", "transport", "upstream", "util"],
   cli: ["auth", "client", "config", "contract", "logging", "server", "storage", "upstream", "util"],
