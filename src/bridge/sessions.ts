@@ -25,6 +25,24 @@ export interface SessionRecords {
   releaseClaim(sessionId: string, owner: string): void;
 }
 
+/** What deciding who may use a session reads: the owner on record, else the holder of a pending claim. */
+export interface SessionOwnership {
+  getOwner(sessionId: string): string | undefined;
+  getClaim(sessionId: string): { owner: string } | undefined;
+}
+
+/**
+ * Whether `principal` may see and use the session: an admin always; else its owner, or (unowned) the holder of its
+ * pending claim (a task's first turn on a session the gateway had not seen). The one rule of the sessions methods
+ * and the messages between sessions.
+ */
+export function mayUseSession(records: SessionOwnership, principal: Pick<Principal, "id" | "admin">, sessionId: string): boolean {
+  if (principal.admin) return true;
+  const owner = records.getOwner(sessionId);
+  if (owner !== undefined) return owner === principal.id;
+  return records.getClaim(sessionId)?.owner === principal.id;
+}
+
 export interface ResolvedSession {
   sessionId: string;
   /** Explicit session claimed for this turn: call `confirm` after a successful turn, `release` after a failure. */

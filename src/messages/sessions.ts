@@ -8,7 +8,7 @@ import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Session } from "../../generated/opencode/types.gen.js";
 import type { Principal } from "../auth/index.js";
 import type { Routing } from "../bridge/directory.js";
-import type { SessionResolver } from "../bridge/sessions.js";
+import { mayUseSession, type SessionResolver } from "../bridge/sessions.js";
 import { A2AError } from "../contract/errors.js";
 import { invalid } from "../protocol/codec/common.js";
 import type { SessionStore } from "../storage/sessions.js";
@@ -22,7 +22,7 @@ const LIST_LIMIT = 1_000;
 export interface SessionDirectoryDeps {
   upstream: UpstreamClient;
   sessions: Pick<SessionResolver, "createOwned">;
-  owners: Pick<SessionStore, "getOwner" | "setOwner">;
+  owners: Pick<SessionStore, "getOwner" | "getClaim" | "setOwner">;
   activeOnly: boolean;
 }
 
@@ -41,9 +41,9 @@ const notFound = (session: string): A2AError => new A2AError("SESSION_NOT_FOUND"
 export class SessionDirectory {
   constructor(private readonly deps: SessionDirectoryDeps) {}
 
-  /** Whether the principal may message (and read the messages of) the session. */
+  /** Whether the principal may message (and read the messages of) the session (the sessions methods' rule). */
   mayUse(principal: Principal, sessionId: string): boolean {
-    return principal.admin || this.deps.owners.getOwner(sessionId) === principal.id;
+    return mayUseSession(this.deps.owners, principal, sessionId);
   }
 
   /** The caller's sessions of the routing's directory, newest first. */

@@ -67,10 +67,11 @@ afterAll(async () => {
 });
 
 describe("POST /mcp with a credential of the gateway", () => {
-  it("lists the two tools with the contract's schemas", async () => {
+  it("lists the tools with the contract's schemas", async () => {
     const client = await mcp(caller.url, ALICE.secret);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["a2a_call", "a2a_discover"]);
+    // with the messaging tools (A2A_MESSAGES_TOOLS: all by default; test/integration/mcp-messages.test.ts)
+    expect(tools.map((t) => t.name).sort()).toEqual(["a2a_call", "a2a_discover", "buffer", "list-session", "send-message"]);
     const callTool = tools.find((t) => t.name === "a2a_call")!;
     expect(callTool.inputSchema.required).toEqual(["url", "message"]);
     expect(Object.keys(callTool.inputSchema.properties ?? {}).sort()).toEqual(["context_id", "message", "task_id", "url"]);

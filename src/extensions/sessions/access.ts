@@ -18,6 +18,7 @@ import type { Session } from "../../../generated/opencode/types.gen.js";
 import type { A2AMessageProjection, A2ATaskProjection } from "../../../generated/types/extensions.js";
 import type { Principal } from "../../auth/index.js";
 import { resolveRouting, type Routing } from "../../bridge/directory.js";
+import { mayUseSession } from "../../bridge/sessions.js";
 import { A2AError } from "../../contract/errors.js";
 import type { Call } from "../../operations/index.js";
 import { codecFor } from "../../protocol/codec/index.js";
@@ -75,10 +76,7 @@ export class SessionAccess {
 
   /** The session is the caller's to see: admin, its owner, or (unowned) the holder of its pending claim. */
   visible(principal: Principal, sessionId: string): boolean {
-    if (principal.admin) return true;
-    const owner = this.owners.getOwner(sessionId);
-    if (owner !== undefined) return owner === principal.id;
-    return this.owners.getClaim(sessionId)?.owner === principal.id;
+    return mayUseSession(this.owners, principal, sessionId);
   }
 
   /** The one answer for a session that does not exist and a session the caller may not see. */
