@@ -70,11 +70,18 @@ export class SessionDirectory {
     const busy = this.deps.activeOnly ? await this.busy(routing) : undefined;
     const usable = (id: string): boolean => this.mayUse(principal, id) && (busy === undefined || busy.has(id));
     if (usable(named)) {
-      // An exact id: it must still exist upstream.
-      await upstreamCall(() =>
-        this.deps.upstream.call("sessionGet", (c) => sdk.sessionGet({ ...c, path: { sessionID: named } }), { ...routing, sessionId: named, validate: isSession }),
-      );
-      return named;
+      // An exact id: it must still exist upstream. An admin may use any session, so for it any name passes `usable`:
+      // a name OpenCode does not know as a session is then matched as a prefix.
+      try {
+        await upstreamCall(() =>
+          this.deps.upstream.call("sessionGet", (c) => sdk.sessionGet({ ...c, path: { sessionID: named } }), { ...routing, sessionId: named, validate: isSession }),
+        );
+        return named;
+      } catch (error) {
+        // (OpenCode answers 404 for an unknown id, 400 for a string that is no session id at all.)
+        const unknown = error instanceof A2AError && (error.reason === "SESSION_NOT_FOUND" || (error.reason === "UPSTREAM_HTTP_ERROR" && error.data.upstream_status === 400));
+        if (!principal.admin || !unknown) throw error;
+      }
     }
     const matches = (await this.list(principal, routing)).map((s) => s.id).filter((id) => id.startsWith(named) && usable(id));
     if (matches.length === 1) return matches[0]!;

@@ -123,6 +123,16 @@ describe("addressing", () => {
     expect((await ok(as(ALICE), "opencode.messages.list_sessions", {})).sessions.find((s: Obj) => s.id === session).buffered).toBe(1);
   });
 
+  it("an admin (who may use every session) addresses by unique prefix too; an ambiguous one is typed", async () => {
+    const admin = { authorization: `Bearer ${TEST_TOKEN}` };
+    const session = await aliceSession();
+    const byPrefix = (await send(admin, { session: session.slice(0, -2), message: "from the admin" })).message;
+    expect(byPrefix).toMatchObject({ to: session, buffered: true });
+    await aliceSession();
+    expect((await fails(admin, "opencode.messages.send", { session: "ses", message: "x" }, "SESSION_AMBIGUOUS")).code).toBe(-32080);
+    await fails(admin, "opencode.messages.send", { session: "nothing-like-a-session", message: "x" }, "SESSION_NOT_FOUND");
+  });
+
   it("accept: newest, by id, by position, and a number that is an id before it is a position", async () => {
     const session = await aliceSession();
     const ids: string[] = [];
