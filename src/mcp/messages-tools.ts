@@ -167,7 +167,7 @@ export class MessagingTools {
         return { content: [{ type: "text", text: listText(result) }], structuredContent: result as unknown as Record<string, unknown> };
       }
       if (name === "send-message") {
-        const result = await this.deps.service.send(sender, this.#sendParams(args as SendMessageToolInput), routing, signal);
+        const result = await this.deps.service.send(sender, sendParams(this.deps.defaults["send-message"], args as SendMessageToolInput), routing, signal);
         return { content: [{ type: "text", text: sendText(result) }], structuredContent: result as unknown as Record<string, unknown> };
       }
       const input = { ...this.deps.defaults.buffer, ...(args as BufferToolInput) };
@@ -179,22 +179,22 @@ export class MessagingTools {
       return messagingError(error, line);
     }
   }
+}
 
-  /**
-   * send-message's params with the deployment's defaults: `session` / `fork` only when the call names no target
-   * (no session, fork, reply) and does not iterate a draft; `draft` only when it does not iterate (there, absent
-   * keeps the draft); the await settings always.
-   */
-  #sendParams(input: SendMessageToolInput): MessagesSendParams {
-    const d = this.deps.defaults["send-message"] ?? {};
-    const iterating = input.iterate === true;
-    const targeted = input.session !== undefined || input.fork !== undefined || input.reply !== undefined || iterating;
-    return {
-      ...(targeted ? {} : { ...(d.session === undefined ? {} : { session: d.session }), ...(d.fork === undefined ? {} : { fork: d.fork }) }),
-      ...(iterating || d.draft === undefined ? {} : { draft: d.draft }),
-      ...(d.await_reply === undefined ? {} : { await_reply: d.await_reply }),
-      ...(d.await_timeout_seconds === undefined ? {} : { await_timeout_seconds: d.await_timeout_seconds }),
-      ...input,
-    };
-  }
+/**
+ * send-message's params with the deployment's defaults: `session` / `fork` only when the call names no target (no
+ * session, fork, reply) and does not iterate a draft; `draft` only when it does not iterate (there, absent keeps the
+ * draft); the await settings always. What the call gives wins.
+ */
+export function sendParams(defaults: MessagesToolDefaults["send-message"], input: SendMessageToolInput): MessagesSendParams {
+  const d = defaults ?? {};
+  const iterating = input.iterate === true;
+  const targeted = input.session !== undefined || input.fork !== undefined || input.reply !== undefined || iterating;
+  return {
+    ...(targeted ? {} : { ...(d.session === undefined ? {} : { session: d.session }), ...(d.fork === undefined ? {} : { fork: d.fork }) }),
+    ...(iterating || d.draft === undefined ? {} : { draft: d.draft }),
+    ...(d.await_reply === undefined ? {} : { await_reply: d.await_reply }),
+    ...(d.await_timeout_seconds === undefined ? {} : { await_timeout_seconds: d.await_timeout_seconds }),
+    ...input,
+  };
 }

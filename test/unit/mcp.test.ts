@@ -10,6 +10,7 @@ import { generateMcpToken, isLoopback, isOpencodeCaller, OPENCODE_CALLER, openco
 import { McpEndpoint, toolList } from "../../src/mcp/endpoint.js";
 import { toolSchema } from "../../src/mcp/schemas.js";
 import { peerHost } from "../../src/mcp/tools.js";
+import { sendParams } from "../../src/mcp/messages-tools.js";
 import { loadClientSettings } from "../../src/config/client-settings.js";
 import { mergedConfigContent } from "../../src/upstream/index.js";
 
@@ -110,5 +111,24 @@ describe("attribution helpers", () => {
     expect(peerHost({ url: "https://user:pw@agent.example:8443/a/b?q=1" })).toBe("agent.example:8443");
     expect(peerHost({ url: "not a url" })).toBeUndefined();
     expect(peerHost(undefined)).toBeUndefined();
+  });
+});
+
+describe("send-message defaults (A2A_MESSAGES_TOOL_DEFAULTS)", () => {
+  const defaults = { session: "ses_fixed", draft: true, await_reply: true, await_timeout_seconds: 30 };
+  it("apply to a call that names no target", () => {
+    expect(sendParams(defaults, { message: "hi" })).toEqual({ message: "hi", session: "ses_fixed", draft: true, await_reply: true, await_timeout_seconds: 30 });
+  });
+  it("the target defaults give way to any target of the call (session, fork, reply)", () => {
+    expect(sendParams(defaults, { message: "hi", fork: 2 })).toEqual({ message: "hi", fork: 2, draft: true, await_reply: true, await_timeout_seconds: 30 });
+    expect(sendParams(defaults, { message: "hi", reply: "m1" })).not.toHaveProperty("session");
+    expect(sendParams({ fork: true }, { message: "hi", session: "new" })).toEqual({ message: "hi", session: "new" });
+  });
+  it("iterating a draft takes neither a target nor a draft default (absent keeps the draft)", () => {
+    expect(sendParams(defaults, { message: "v2", iterate: true, id: "m1" })).toEqual({ message: "v2", iterate: true, id: "m1", await_reply: true, await_timeout_seconds: 30 });
+  });
+  it("what the call gives wins", () => {
+    expect(sendParams(defaults, { message: "hi", draft: false, await_reply: false })).toMatchObject({ draft: false, await_reply: false });
+    expect(sendParams(undefined, { message: "hi" })).toEqual({ message: "hi" });
   });
 });
