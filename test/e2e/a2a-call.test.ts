@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ModelServer } from "../../tools/upstream/model-server.js";
 import { text, tool } from "../../tools/upstream/script.js";
 import { call as httpCall, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import { streamText } from "../support/mcp.js";
 import { startRealStack, type RealStack } from "../support/stack.js";
 
 const MCP_TOKEN = `e2e-mcp-${randomUUID()}`;
@@ -41,25 +42,6 @@ afterAll(async () => {
   await stack?.close();
 }, 30_000);
 
-/** message/stream (0.3) of `value`: every event's result, until the stream ends (bounded by the test's timeout). */
-async function stream(value: string): Promise<any[]> {
-  const res = await fetch(`${gw.url}/`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${TEST_TOKEN}`, "content-type": "application/json", accept: "text/event-stream", "A2A-Version": "0.3" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "message/stream",
-      params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: value }] } },
-    }),
-  });
-  expect(res.status).toBe(200);
-  const body = await res.text();
-  return body
-    .split("\n")
-    .filter((line) => line.startsWith("data:"))
-    .map((line) => (JSON.parse(line.slice(5)) as { result?: unknown; error?: unknown }).result ?? { error: true });
-}
 
 const toolBlocks = (events: any[]): string[] =>
   events.filter((e) => e?.kind === "artifact-update" && e.artifact?.metadata?.shared?.stream?.block_type === "tool_call").map((e) => JSON.stringify(e.artifact));
@@ -73,7 +55,7 @@ const finalState = (events: any[]): string | undefined => events.filter((e) => e
 describe("a2a_call from inside OpenCode", () => {
   it("the task's model calls the peer; the answer comes back as the tool's output and into the final text", async () => {
     model.script(tool("a2a_a2a_call", { url: peer.url, message: "What is the secret word?" }), text("The secret word is pelican."), text("The peer says: pelican."));
-    const events = await stream("ask the peer for the secret word");
+    const events = await streamText(gw.url, "ask the peer for the secret word");
     expect(finalState(events), JSON.stringify(events.at(-1))).toBe("completed");
     expect(model.pending()).toBe(0);
     // OpenCode offered the gateway's tools to the model.
@@ -96,7 +78,7 @@ describe("a2a_call from inside OpenCode", () => {
       tool("question", { questions: [{ question: "Which city?", header: "City", options: [{ label: "Paris", description: "Paris" }] }] }),
       text("The peer wants to know the city."),
     );
-    const events = await stream("plan a trip through the peer");
+    const events = await streamText(gw.url, "plan a trip through the peer");
     expect(finalState(events)).toBe("completed");
     const blocks = toolBlocks(events).filter((b) => b.includes("a2a_a2a_call"));
     const output = blocks.find((b) => b.includes("input-required")) ?? "";
@@ -107,7 +89,7 @@ describe("a2a_call from inside OpenCode", () => {
 
   it("a call the network policy refuses comes back to the agent as a2a_target_refused", async () => {
     model.script(tool("a2a_a2a_call", { url: "http://10.0.0.1:9/", message: "hello" }), text("The call was refused."));
-    const events = await stream("call a host that is not allowed");
+    const events = await streamText(gw.url, "call a host that is not allowed");
     expect(finalState(events)).toBe("completed");
     expect(toolBlocks(events).some((b) => b.includes("a2a_target_refused"))).toBe(true);
     expect(JSON.stringify(model.toolResults(model.chatRequests().at(-1)!))).toContain("a2a_target_refused");

@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ModelServer } from "../../tools/upstream/model-server.js";
 import { text, tool } from "../../tools/upstream/script.js";
 import { expectValid } from "../support/contract.js";
-import { call as httpCall, rpc, TEST_TOKEN, type HttpResult, type StartedGateway } from "../support/gateway.js";
+import { call as httpCall, rpc, type HttpResult, type StartedGateway } from "../support/gateway.js";
+import { streamText } from "../support/mcp.js";
 import { startRealStack, type RealStack } from "../support/stack.js";
 
 type Obj = Record<string, any>;
@@ -73,24 +74,6 @@ async function newSession(tag: string): Promise<string> {
   return reply.from as string;
 }
 
-/** message/stream (0.3) of `value`: every event's result, until the stream ends (bounded by the test's timeout). */
-async function stream(value: string): Promise<any[]> {
-  const res = await fetch(`${gw.url}/`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${TEST_TOKEN}`, "content-type": "application/json", accept: "text/event-stream", "A2A-Version": "0.3" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: ++rpcId,
-      method: "message/stream",
-      params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: value }] } },
-    }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.text())
-    .split("\n")
-    .filter((line) => line.startsWith("data:"))
-    .map((line) => (JSON.parse(line.slice(5)) as { result?: unknown }).result ?? { error: true });
-}
 const finalState = (events: any[]): string | undefined => events.filter((e) => e?.kind === "status-update").at(-1)?.status?.state;
 
 let C: string;
@@ -230,7 +213,7 @@ describe("an agent inside OpenCode uses the messaging tools", () => {
     const ask = tool("a2a_send-message", { session: "new", message: "What colour is the sky?", await_reply: true });
     model.script(ask, text("The sky is blue."), text("The other session says blue."));
     const seen = model.chatRequests().length;
-    const events = await stream("ask another session about the sky");
+    const events = await streamText(gw.url, "ask another session about the sky");
     expect(finalState(events), JSON.stringify(events.at(-1))).toBe("completed");
     expect(model.pending()).toBe(0);
     const chats = model.chatRequests().slice(seen);
@@ -259,7 +242,7 @@ describe("an agent inside OpenCode uses the messaging tools", () => {
     model.script(take, text("I accepted the note for D."));
     model.scriptFor(D, text("D read the note."));
     const seen = model.chatRequests().length;
-    const events = await stream("accept the note waiting for session D");
+    const events = await streamText(gw.url, "accept the note waiting for session D");
     expect(finalState(events), JSON.stringify(events.at(-1))).toBe("completed");
     const agent = model.chatRequests().slice(seen).find((r) => r.reply === take)?.sessionID;
     expect(agent).toBeDefined();

@@ -6,14 +6,13 @@
 // session, a buffered message, accepted from another session with accepted_by) or a session a delivered message
 // started (its reply goes back to the sender's session at once); a call nobody made is UNAUTHENTICATED; bad input
 // is INVALID_PARAMS naming the field; every call is audited with the acting principal and session, never the text.
-import { randomUUID } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hang, text } from "../../tools/upstream/script.js";
 import { catalog, expectValid } from "../support/contract.js";
 import { call, rpc, TEST_TOKEN } from "../support/gateway.js";
+import { emitToolPart, mcpClient, runningTask } from "../support/mcp.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
 type Obj = Record<string, any>;
@@ -25,13 +24,6 @@ const MCP_TOKEN = "mcp-token-messages-0123456789abcdef";
 
 let tg: TaskGateway;
 const clients: Client[] = [];
-
-async function mcp(url: string, token: string): Promise<Client> {
-  const client = new Client({ name: "mcp-messages-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  clients.push(client);
-  return client;
-}
 
 const errorOf = (result: CallToolResult): Obj => (result._meta as Obj)["opencode-a2a/error"];
 async function tool(client: Client, name: string, args: Obj): Promise<CallToolResult> {
@@ -65,55 +57,11 @@ async function aliceSession(): Promise<string> {
   return res.body.result.message.to as string;
 }
 
-/** A running task of alice's on a session of its own (the stub holds its turn); its ids. */
-async function runningTask(): Promise<{ taskId: string; session: string }> {
-  const created = await fetch(`${tg.stub.url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ title: "task" }) });
-  const session = ((await created.json()) as { id: string }).id;
-  tg.stub.scriptFor(session, hang({ holdMs: 30_000 }));
-  const res = await rpc(
-    tg.url,
-    {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "message/send",
-      params: {
-        message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "work" }] },
-        configuration: { blocking: false },
-        metadata: { shared: { session: { id: session } } },
-      },
-    },
-    { authorization: `Bearer ${ALICE.secret}`, "A2A-Version": "0.3" },
-  );
-  expect(res.body.error, res.text).toBeUndefined();
-  for (let i = 0; i < 50 && prompts(session).length === 0 && !tg.stub.requests.some((r) => r.method === "POST" && r.path.startsWith(`/session/${session}/`)); i++) {
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { taskId: res.body.result.id as string, session };
-}
-
-/** OpenCode's running tool part for a call of `tool` (as `a2a_<tool>`) in `session`. */
-function emitToolPart(session: string, tool: string, input: Obj): void {
-  tg.stub.emit({
-    type: "message.part.updated",
-    properties: {
-      part: {
-        id: `prt_${randomUUID()}`,
-        sessionID: session,
-        messageID: `msg_${randomUUID()}`,
-        type: "tool",
-        callID: `call_${randomUUID()}`,
-        tool: `a2a_${tool}`,
-        state: { status: "running", input, time: { start: Date.now() } },
-      },
-    },
-  });
-}
-
 /** A call with the OpenCode credential whose tool part appears in `session` while the call waits for it. */
 async function fromSession(session: string, name: string, args: Obj): Promise<CallToolResult> {
-  const client = await mcp(tg.url, MCP_TOKEN);
+  const client = await mcpClient(tg.url, MCP_TOKEN, clients);
   const pending = tool(client, name, args);
-  setTimeout(() => emitToolPart(session, name, args), 200);
+  setTimeout(() => emitToolPart(tg, session, name, args), 200);
   return pending;
 }
 
@@ -133,7 +81,7 @@ afterAll(async () => {
 
 describe("the tool list", () => {
   it("lists list-session, send-message and buffer with the contract's schemas and the deployment's defaults", async () => {
-    const { tools } = await (await mcp(tg.url, ALICE.secret)).listTools();
+    const { tools } = await (await mcpClient(tg.url, ALICE.secret, clients)).listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     const send = byName.get("send-message")!;
     expect(send.inputSchema.required).toEqual(["message"]);
@@ -151,12 +99,12 @@ describe("the tool list", () => {
       startTaskGateway({ A2A_ENABLE_MESSAGES: "false" }),
     ]);
     try {
-      const list = async (url: string) => (await (await mcp(url, TEST_TOKEN)).listTools()).tools.map((t) => t.name).sort();
+      const list = async (url: string) => (await (await mcpClient(url, TEST_TOKEN, clients)).listTools()).tools.map((t) => t.name).sort();
       expect(await list(gateways[0].url)).toEqual(["a2a_call", "a2a_discover", "buffer", "send-message"]);
       expect(await list(gateways[1].url)).toEqual(["a2a_call", "a2a_discover"]);
       expect(await list(gateways[2].url)).toEqual(["a2a_call", "a2a_discover"]);
       // a tool that is not offered is an unknown tool
-      const refused = await (await mcp(gateways[0].url, TEST_TOKEN)).callTool({ name: "list-session", arguments: {} }).catch((error: unknown) => error);
+      const refused = await (await mcpClient(gateways[0].url, TEST_TOKEN, clients)).callTool({ name: "list-session", arguments: {} }).catch((error: unknown) => error);
       expect(String(refused)).toMatch(/Unknown tool list-session/);
     } finally {
       for (const g of gateways) await g.close();
@@ -173,7 +121,7 @@ describe("the tool list", () => {
 
 describe("a direct MCP client", () => {
   it("sends from no session, lists its sessions, and names the buffer it reads", async () => {
-    const client = await mcp(tg.url, ALICE.secret);
+    const client = await mcpClient(tg.url, ALICE.secret, clients);
     tg.stub.script(text("On it."));
     const sent = await ok(client, "send-message", { message: "Please look at the logs." }, "MessagesSendResult");
     expect(sent.message).toMatchObject({ from: null, draft: false, buffered: false });
@@ -196,7 +144,7 @@ describe("a direct MCP client", () => {
   });
 
   it("bad input is INVALID_PARAMS naming the field; elaborate is refused; a principal without the scope is refused", async () => {
-    const client = await mcp(tg.url, ALICE.secret);
+    const client = await mcpClient(tg.url, ALICE.secret, clients);
     const bad = await tool(client, "send-message", { message: "" });
     expect(errorOf(bad)).toMatchObject({ reason: "INVALID_PARAMS" });
     expect(JSON.stringify(errorOf(bad).violations)).toContain("message");
@@ -204,7 +152,7 @@ describe("a direct MCP client", () => {
     expect(errorOf(extra).reason).toBe("INVALID_PARAMS");
     const elaborate = await tool(client, "send-message", { message: "x", elaborate: true });
     expect(errorOf(elaborate)).toMatchObject({ reason: "INVALID_PARAMS" });
-    const carol = await mcp(tg.url, CAROL.secret);
+    const carol = await mcpClient(tg.url, CAROL.secret, clients);
     const refused = await tool(carol, "send-message", { message: "hi" });
     expect(errorOf(refused)).toMatchObject({ reason: "SCOPE_INSUFFICIENT" });
     expect((await tool(carol, "list-session", {})).isError).toBeFalsy();
@@ -216,7 +164,7 @@ describe("a direct MCP client", () => {
 describe("the OpenCode credential", () => {
   it("a task's agent sends from its session: buffered in another session, then accepted from its session (accepted_by)", async () => {
     const target = await aliceSession();
-    const { taskId, session } = await runningTask();
+    const { taskId, session } = await runningTask(tg, ALICE.secret);
     const sent = await fromSession(session, "send-message", { session: target.slice(0, -2), message: "Can you review my diff?" });
     expect(sent.isError, JSON.stringify(sent)).toBeFalsy();
     expect(sent.structuredContent).toMatchObject({ message: { from: session, to: target, buffered: true, delivered_at: null } });
@@ -235,7 +183,7 @@ describe("the OpenCode credential", () => {
   }, 30_000);
 
   it("a session a delivered message started answers with a reply that goes back to the sender's session at once", async () => {
-    const { taskId, session } = await runningTask();
+    const { taskId, session } = await runningTask(tg, ALICE.secret);
     // The new session's turn is held, so it is still running when its agent calls the tool.
     tg.stub.script(hang({ holdMs: 10_000 }));
     const asked = await fromSession(session, "send-message", { session: "new", message: "What is the build command?" });
@@ -253,7 +201,7 @@ describe("the OpenCode credential", () => {
   }, 30_000);
 
   it("a call no running turn made is UNAUTHENTICATED, and audited", async () => {
-    const client = await mcp(tg.url, MCP_TOKEN);
+    const client = await mcpClient(tg.url, MCP_TOKEN, clients);
     const result = await tool(client, "list-session", { active: true });
     expect(result.isError).toBe(true);
     expect(errorOf(result)).toMatchObject({ reason: "UNAUTHENTICATED" });
@@ -270,7 +218,7 @@ describe("the deployment's defaults", () => {
       A2A_MESSAGES_TOOL_DEFAULTS: JSON.stringify({ "send-message": { draft: true } }),
     });
     try {
-      const client = await mcp(drafts.url, ALICE.secret);
+      const client = await mcpClient(drafts.url, ALICE.secret, clients);
       const first = await ok(client, "send-message", { message: "first words" }, "MessagesSendResult");
       expect(first.message).toMatchObject({ draft: true, delivered_at: null });
       const to = first.message.to as string;

@@ -5,14 +5,13 @@
 // without peers.call is refused; the OpenCode credential (A2A_MCP_TOKEN) acts for the owner of the running task
 // whose tool call it matches, and is refused when no task made the call or the owner lacks peers.call; the audit
 // entries (principal, tool, peer host, outcome; no message text).
-import { randomUUID } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hang, text, tool } from "../../tools/upstream/script.js";
 import { expectValid } from "../support/contract.js";
 import { call, rpc, startGateway, TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import { emitToolPart, mcpClient, runningTask } from "../support/mcp.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
 const ALICE = { id: "alice-key", principal: "alice", scheme: "bearer", secret: "alice-secret-0123456789", trust_level: "autonomous" };
@@ -23,14 +22,6 @@ let peer: TaskGateway;
 let caller: TaskGateway;
 let strict: StartedGateway;
 const clients: Client[] = [];
-
-async function mcp(url: string, token: string): Promise<Client> {
-  const client = new Client({ name: "mcp-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
 
 async function auditOf(url: string, query: string, count: number): Promise<Record<string, unknown>[]> {
   // The recorder writes every 100 ms: bounded wait for the entries.
@@ -68,7 +59,7 @@ afterAll(async () => {
 
 describe("POST /mcp with a credential of the gateway", () => {
   it("lists the tools with the contract's schemas", async () => {
-    const client = await mcp(caller.url, ALICE.secret);
+    const client = await mcpClient(caller.url, ALICE.secret, clients);
     const { tools } = await client.listTools();
     // with the messaging tools (A2A_MESSAGES_TOOLS: all by default; test/integration/mcp-messages.test.ts)
     expect(tools.map((t) => t.name).sort()).toEqual(["a2a_call", "a2a_discover", "buffer", "list-session", "send-message"]);
@@ -80,7 +71,7 @@ describe("POST /mcp with a credential of the gateway", () => {
 
   it("a2a_call reaches the peer, streams progress and returns the answer as text and as A2aCallResult", async () => {
     peer.stub.script(text(["The peer ", "says ", "hello."], { delayMs: 300 }));
-    const client = await mcp(caller.url, ALICE.secret);
+    const client = await mcpClient(caller.url, ALICE.secret, clients);
     const progress: string[] = [];
     const result = (await client.callTool({ name: "a2a_call", arguments: { url: peer.url, message: "say hello" } }, undefined, {
       onprogress: (p) => progress.push(String(p.message ?? "")),
@@ -103,7 +94,7 @@ describe("POST /mcp with a credential of the gateway", () => {
       tool("question", { questions: [{ question: "Which color?", header: "Color", options: [{ label: "red", description: "red" }] }] }),
       text("You chose red."),
     );
-    const client = await mcp(caller.url, ALICE.secret);
+    const client = await mcpClient(caller.url, ALICE.secret, clients);
     const asked = (await client.callTool({ name: "a2a_call", arguments: { url: peer.url, message: "pick a color" } }, undefined, { timeout: 20_000 })) as CallToolResult;
     expect(asked.isError, JSON.stringify(asked)).toBeFalsy();
     await expectValid("extensions/A2aCallResult", asked.structuredContent);
@@ -124,7 +115,7 @@ describe("POST /mcp with a credential of the gateway", () => {
 
   it("aborting the MCP request cancels the outbound call", async () => {
     peer.stub.script(hang({ chunks: ["still working"], holdMs: 20_000 }));
-    const client = await mcp(caller.url, ALICE.secret);
+    const client = await mcpClient(caller.url, ALICE.secret, clients);
     const abort = new AbortController();
     const started = Date.now();
     const pending = client.callTool({ name: "a2a_call", arguments: { url: peer.url, message: "take your time" } }, undefined, {
@@ -140,7 +131,7 @@ describe("POST /mcp with a credential of the gateway", () => {
   }, 30_000);
 
   it("a2a_discover summarizes the peer's card", async () => {
-    const client = await mcp(caller.url, ALICE.secret);
+    const client = await mcpClient(caller.url, ALICE.secret, clients);
     const result = (await client.callTool({ name: "a2a_discover", arguments: { url: peer.url } })) as CallToolResult;
     expect(result.isError, JSON.stringify(result)).toBeFalsy();
     await expectValid("extensions/A2aDiscoverResult", result.structuredContent);
@@ -148,7 +139,7 @@ describe("POST /mcp with a credential of the gateway", () => {
   });
 
   it("bad input is a2a_invalid_input, as a tool error result", async () => {
-    const client = await mcp(caller.url, ALICE.secret);
+    const client = await mcpClient(caller.url, ALICE.secret, clients);
     const result = (await client.callTool({ name: "a2a_call", arguments: { url: peer.url, message: "" } })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(peerErrorOf(result).code).toBe("a2a_invalid_input");
@@ -156,7 +147,7 @@ describe("POST /mcp with a credential of the gateway", () => {
   });
 
   it("a private address without A2A_CLIENT_ALLOW_PRIVATE_HOSTS is refused with a2a_target_refused", async () => {
-    const client = await mcp(strict.url, ALICE.secret);
+    const client = await mcpClient(strict.url, ALICE.secret, clients);
     const result = (await client.callTool({ name: "a2a_call", arguments: { url: peer.url, message: "hello" } })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(peerErrorOf(result).code).toBe("a2a_target_refused");
@@ -164,7 +155,7 @@ describe("POST /mcp with a credential of the gateway", () => {
   });
 
   it("a credential without peers.call is refused at the edge (403), and so is none (401)", async () => {
-    await expect(mcp(caller.url, BOB.secret)).rejects.toThrow(/403|peers\.call/);
+    await expect(mcpClient(caller.url, BOB.secret, clients)).rejects.toThrow(/403|peers\.call/);
     const anonymous = await fetch(`${caller.url}/mcp`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
@@ -201,56 +192,13 @@ describe("POST /mcp with a credential of the gateway", () => {
 });
 
 describe("POST /mcp with the OpenCode credential (A2A_MCP_TOKEN)", () => {
-  /** A running task of `who` on a session of its own (the stub holds its turn); its session id. */
-  async function runningTask(who: typeof ALICE): Promise<{ taskId: string; session: string }> {
-    const created = await fetch(`${caller.stub.url}/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ title: who.principal }) });
-    const session = ((await created.json()) as { id: string }).id;
-    caller.stub.scriptFor(session, hang({ holdMs: 30_000 }));
-    const res = await rpc(
-      caller.url,
-      {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "message/send",
-        params: {
-          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "work" }] },
-          configuration: { blocking: false },
-          metadata: { shared: { session: { id: session } } },
-        },
-      },
-      { authorization: `Bearer ${who.secret}`, "A2A-Version": "0.3" },
-    );
-    expect(res.body.error, res.text).toBeUndefined();
-    const taskId = res.body.result.id as string;
-    // Bounded: the task's turn is sent upstream (the session's prompt is recorded by the stub).
-    for (let i = 0; i < 50 && !caller.stub.requests.some((r) => r.method === "POST" && r.path.includes(session)); i++) await new Promise((r) => setTimeout(r, 50));
-    return { taskId, session };
-  }
-
-  function emitToolPart(session: string, input: Record<string, unknown>, tool = "a2a_a2a_call"): void {
-    caller.stub.emit({
-      type: "message.part.updated",
-      properties: {
-        part: {
-          id: `prt_${randomUUID()}`,
-          sessionID: session,
-          messageID: `msg_${randomUUID()}`,
-          type: "tool",
-          callID: `call_${randomUUID()}`,
-          tool,
-          state: { status: "running", input, time: { start: Date.now() } },
-        },
-      },
-    });
-  }
-
   it("a call matched with a running task's tool call acts for the task's owner", async () => {
-    const { taskId, session } = await runningTask(ALICE);
+    const { taskId, session } = await runningTask(caller, ALICE.secret);
     peer.stub.script(text("Peer answer for the task."));
-    const client = await mcp(caller.url, MCP_TOKEN);
+    const client = await mcpClient(caller.url, MCP_TOKEN, clients);
     const input = { url: peer.url, message: "from inside OpenCode" };
     const pending = client.callTool({ name: "a2a_call", arguments: input }, undefined, { timeout: 20_000 }) as Promise<CallToolResult>;
-    setTimeout(() => emitToolPart(session, input), 300);
+    setTimeout(() => emitToolPart(caller, session, "a2a_call", input), 300);
     const result = await pending;
     expect(result.isError, JSON.stringify(result)).toBeFalsy();
     expect(result.structuredContent).toMatchObject({ state: "completed", text: "Peer answer for the task." });
@@ -260,7 +208,7 @@ describe("POST /mcp with the OpenCode credential (A2A_MCP_TOKEN)", () => {
   }, 30_000);
 
   it("a call no running task made is refused (a2a_not_allowed) and audited", async () => {
-    const client = await mcp(caller.url, MCP_TOKEN);
+    const client = await mcpClient(caller.url, MCP_TOKEN, clients);
     const result = (await client.callTool({ name: "a2a_discover", arguments: { url: `${peer.url}/nobody` } }, undefined, { timeout: 20_000 })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(peerErrorOf(result)).toMatchObject({ code: "a2a_not_allowed", message: "no running task of this gateway made this call" });
@@ -269,11 +217,11 @@ describe("POST /mcp with the OpenCode credential (A2A_MCP_TOKEN)", () => {
   }, 30_000);
 
   it("a task whose owner lacks peers.call cannot make calls", async () => {
-    const { taskId, session } = await runningTask(BOB);
-    const client = await mcp(caller.url, MCP_TOKEN);
+    const { taskId, session } = await runningTask(caller, BOB.secret);
+    const client = await mcpClient(caller.url, MCP_TOKEN, clients);
     const input = { url: peer.url };
     const pending = client.callTool({ name: "a2a_discover", arguments: input }, undefined, { timeout: 20_000 }) as Promise<CallToolResult>;
-    setTimeout(() => emitToolPart(session, input, "a2a_a2a_discover"), 300);
+    setTimeout(() => emitToolPart(caller, session, "a2a_discover", input), 300);
     const result = await pending;
     expect(result.isError).toBe(true);
     expect(peerErrorOf(result).code).toBe("a2a_not_allowed");
