@@ -29,13 +29,19 @@ const ACCEPTED_FORMS =
   "sqlite:///relative/path.db (relative to the working directory), sqlite:////absolute/path.db, " +
   "sqlite:///:memory: (the sqlite+aiosqlite:/// spelling is accepted too)";
 
+/** The URL with any password replaced by `***` (a server URL may carry one; it is never printed). */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:@]*:)[^@/]*@/i, "$1***@");
+}
+
 /** Parse a store URL. Relative paths resolve against `cwd`. Throws StorageError("INVALID_URL") naming the variable. */
 export function parseStoreUrl(url: string = DEFAULT_TASK_STORE_DATABASE_URL, cwd: string = process.cwd()): StoreLocation {
   const fail = (why: string): never => {
-    throw new StorageError("INVALID_URL", `${TASK_STORE_URL_VARIABLE}=${JSON.stringify(url)} is invalid: ${why}. Accepted forms: ${ACCEPTED_FORMS}`);
+    throw new StorageError("INVALID_URL", `${TASK_STORE_URL_VARIABLE}=${JSON.stringify(redactUrl(url))} is invalid: ${why}. Accepted forms: ${ACCEPTED_FORMS}`);
   };
   const value = url.trim();
   const scheme = SCHEMES.find((s) => value.toLowerCase().startsWith(s));
+  if (/^postgres(ql)?:\/\//i.test(value)) return fail("PostgreSQL is not yet a backend of the whole store in this build (only the message store has one); use SQLite");
   if (scheme === undefined) return fail("unsupported scheme (only local SQLite is supported)");
   const rest = value.slice(scheme.length);
   if (rest === ":memory:") return { kind: "memory" };

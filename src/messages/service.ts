@@ -92,8 +92,8 @@ export class MessageService {
     const from = await this.#from(sender, params, routing);
     if (params.iterate === true) return this.#iterate(principal, params, routing, signal);
     const id = params.id ?? randomUUID();
-    if (params.id !== undefined && this.opts.store.get(params.id) !== undefined) throw invalid("id", `message ${params.id} exists; iterate: true updates a draft`);
-    const parent = params.reply === undefined ? undefined : this.#visible(principal, params.reply);
+    if (params.id !== undefined && (await this.opts.store.get(params.id)) !== undefined) throw invalid("id", `message ${params.id} exists; iterate: true updates a draft`);
+    const parent = params.reply === undefined ? undefined : await this.#visible(principal, params.reply);
     const { to, existing } = await this.#target(principal, params, from, parent, routing);
     const now = nowNs(this.#now);
     const message: StoredMessage = {
@@ -114,7 +114,7 @@ export class MessageService {
       message: params.message,
       deliveredAt: null,
     };
-    if (!this.opts.store.create(message)) throw invalid("id", `message ${id} exists; iterate: true updates a draft`);
+    if (!(await this.opts.store.create(message))) throw invalid("id", `message ${id} exists; iterate: true updates a draft`);
     return this.#dispatch(message, principal, routing, params, signal);
   }
 
@@ -124,7 +124,7 @@ export class MessageService {
     for (const field of ["session", "fork", "reply"] as const) {
       if (params[field] !== undefined) throw invalid(field, "cannot change when a draft is iterated");
     }
-    const stored = this.opts.store.get(params.id);
+    const stored = await this.opts.store.get(params.id);
     if (stored === undefined || (stored.owner !== principal.id && !principal.admin)) throw notFound(params.id);
     if (!stored.draft) throw invalid("id", `message ${params.id} was sent; only drafts can be iterated`);
     const updated: StoredMessage = {
@@ -134,7 +134,7 @@ export class MessageService {
       awaitReply: params.await_reply ?? stored.awaitReply,
       updatedAt: nowNs(this.#now),
     };
-    this.opts.store.update(updated);
+    await this.opts.store.update(updated);
     return this.#dispatch(updated, principal, routing, params, signal);
   }
 
@@ -180,11 +180,11 @@ export class MessageService {
       );
     } catch (error) {
       sub.close();
-      this.opts.store.update({ ...message, draft: true, updatedAt: nowNs(this.#now) });
+      await this.opts.store.update({ ...message, draft: true, updatedAt: nowNs(this.#now) });
       throw error;
     }
     const delivered: StoredMessage = { ...message, deliveredAt: nowNs(this.#now), updatedAt: nowNs(this.#now) };
-    this.opts.store.update(delivered);
+    await this.opts.store.update(delivered);
     this.#turns.set(message.id, { sessionId: to, messageId: message.id, principal, routing });
     const ended = turnEnded(sub, DELIVERY_WATCH_MS).finally(() => this.#turns.delete(message.id));
     if (!message.awaitReply) {
@@ -200,7 +200,7 @@ export class MessageService {
 
   /** The receiving session's answer to `request` as a reply message (from it, to the request's sender). */
   async #reply(request: StoredMessage, routing: Routing, sinceMs: number): Promise<StoredMessage | undefined> {
-    if (request.to === null || this.opts.store.replies(request.id).some((r) => r.from === request.to)) return undefined;
+    if (request.to === null || (await this.opts.store.replies(request.id)).some((r) => r.from === request.to)) return undefined;
     const text = await latestAnswer(this.opts.upstream, request.to, routing, sinceMs);
     if (text === undefined) return undefined;
     const now = nowNs(this.#now);
@@ -222,7 +222,7 @@ export class MessageService {
       // Returned to the sender (the tool call or the A2A client), not prompted into its session.
       deliveredAt: now,
     };
-    this.opts.store.create(reply);
+    await this.opts.store.create(reply);
     return reply;
   }
 
@@ -257,8 +257,8 @@ export class MessageService {
   }
 
   /** A stored message the caller may see (MESSAGE_NOT_FOUND otherwise, exactly as for an unknown id). */
-  #visible(principal: Principal, id: string): StoredMessage {
-    const m = this.opts.store.get(id);
+  async #visible(principal: Principal, id: string): Promise<StoredMessage> {
+    const m = await this.opts.store.get(id);
     if (m === undefined) throw notFound(id);
     const dir = this.opts.directory;
     const mine = m.owner === principal.id || principal.admin || (m.to !== null && dir.mayUse(principal, m.to)) || (m.from !== null && dir.mayUse(principal, m.from));
@@ -295,7 +295,7 @@ export class MessageService {
     const dir = this.opts.directory;
     const [sessions, busy] = await Promise.all([dir.list(principal, where), dir.busy(where)]);
     const wanted = sessions.filter((s) => active === undefined || busy.has(s.id) === active);
-    const sizes = this.opts.store.bufferSizes(wanted.map((s) => s.id));
+    const sizes = await this.opts.store.bufferSizes(wanted.map((s) => s.id));
     return {
       sessions: wanted.map((s) => ({
         id: s.id,
@@ -313,18 +313,18 @@ export class MessageService {
     const session = await this.opts.directory.resolve(sender.principal, params.session, routing, "session");
     let accepted: StoredMessage | undefined;
     if (params.accept !== undefined && params.accept !== false) {
-      const chosen = this.#choose(this.opts.store.buffer(session), params.accept);
+      const chosen = this.#choose(await this.opts.store.buffer(session), params.accept);
       const now = nowNs(this.#now);
       const taken: StoredMessage = { ...chosen, acceptedAt: now, acceptedBy: sender.session !== undefined && sender.session !== session ? sender.session : null, updatedAt: now };
-      this.opts.store.update(taken);
+      await this.opts.store.update(taken);
       accepted = (await this.#deliver(taken, sender.principal, routing)).delivered;
     }
-    const waiting = this.opts.store.buffer(session).map(toWire);
+    const waiting = (await this.opts.store.buffer(session)).map(toWire);
     return {
       session,
       messages: waiting,
       ...(accepted === undefined ? {} : { accepted: toWire(accepted) }),
-      ...(params.replies === true ? { replies: this.opts.store.repliesTo(session).map(toWire) } : {}),
+      ...(params.replies === true ? { replies: (await this.opts.store.repliesTo(session)).map(toWire) } : {}),
       ...(accepted === undefined ? { instruction: BUFFER_INSTRUCTION } : {}),
     };
   }
@@ -348,13 +348,13 @@ export class MessageService {
   }
 
   /** A message and its thread of replies (replies to replies too), oldest first. */
-  get(principal: Principal, id: string): MessagesGetResult {
-    const message = this.#visible(principal, id);
+  async get(principal: Principal, id: string): Promise<MessagesGetResult> {
+    const message = await this.#visible(principal, id);
     const thread: SessionMessage[] = [];
     const queue = [message.id];
     const seen = new Set(queue);
     while (queue.length > 0 && thread.length < 1_000) {
-      for (const reply of this.opts.store.replies(queue.shift()!)) {
+      for (const reply of await this.opts.store.replies(queue.shift()!)) {
         if (seen.has(reply.id) || (reply.draft && reply.owner !== principal.id && !principal.admin)) continue;
         seen.add(reply.id);
         thread.push(toWire(reply));

@@ -5,7 +5,10 @@
 import { MemoryAuditStore, SqliteAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
 import { MemoryGovernanceStore, SqliteGovernanceStore, type GovernanceStore } from "./governance.js";
-import { MemoryMessageStore, SqliteMessageStore, type MessageStore } from "./messages.js";
+import { MemoryMessageStore, SqlMessageStore, type MessageStore } from "./messages.js";
+import { Kysely } from "kysely";
+import { sqliteDialect } from "./sql/sqlite-dialect.js";
+import type { SqlSchema } from "./sql/schema.js";
 import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
@@ -103,7 +106,7 @@ export function openStorage(options: StorageOptions): Storage {
       audit: new SqliteAuditStore(db),
       subtaskCalls: new SqliteSubtaskCallStore(db),
       governance: new SqliteGovernanceStore(db),
-      messages: new SqliteMessageStore(db),
+      messages: new SqlMessageStore(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) })),
       database: db,
       close: () => db.close(),
     };

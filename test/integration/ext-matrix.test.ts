@@ -116,10 +116,10 @@ const trailScoped = (m: MethodEntry) => requiredOf(m).includes("task_id");
 /** The messages between sessions (opencode.messages.*): a session by `session`, a message by `id`. */
 const messagesFamily = (m: MethodEntry) => m.name.startsWith("opencode.messages.");
 /** A message of `owner` to `to`, stored as the service keeps it (for the methods that read one by `id`). */
-function storedMessage(storage: { messages: { create(m: StoredMessage): boolean } }, owner: string, to: string): string {
+async function storedMessage(storage: { messages: { create(m: StoredMessage): Promise<boolean> } }, owner: string, to: string): Promise<string> {
   const id = `msg-matrix-${randomUUID()}`;
   const now = BigInt(Date.now()) * 1_000_000n;
-  storage.messages.create({ id, owner, createdAt: now, updatedAt: now, from: null, to, inReplyTo: null, awaitReply: false, draft: false, buffered: true, acceptedAt: null, acceptedBy: null, initial: "matrix", message: "matrix", deliveredAt: null });
+  await storage.messages.create({ id, owner, createdAt: now, updatedAt: now, from: null, to, inReplyTo: null, awaitReply: false, draft: false, buffered: true, acceptedAt: null, acceptedBy: null, initial: "matrix", message: "matrix", deliveredAt: null });
   return id;
 }
 /** Methods that start subtasks: one subtask's fields at the top level (or `items`). */
@@ -552,7 +552,7 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
       task: randomUUID(),
       trail: randomUUID(),
     };
-    fx.sessionMessage = storedMessage(down.storage, ADMIN_ID, OWNED_ON_DOWN);
+    fx.sessionMessage = await storedMessage(down.storage, ADMIN_ID, OWNED_ON_DOWN);
     // a finished task of the admin, whose records are read without OpenCode
     down.storage.tasks.create({ id: fx.trail!, contextId: randomUUID(), status: { state: "completed", timestamp: new Date().toISOString() } }, ADMIN_ID);
     // a subtask call on the down gateway: kept, its item failed (OpenCode's agent list could not be read)

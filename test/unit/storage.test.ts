@@ -694,6 +694,20 @@ describe("store URL and backend", () => {
     },
   );
 
+  it("a PostgreSQL URL is refused as not yet a whole-store backend, its password never printed", () => {
+    for (const url of ["postgres://bob:hunter2@db.example:5432/a2a", "postgresql://bob:hunter2@db.example/a2a"]) {
+      let message = "";
+      try {
+        parseStoreUrl(url, cwd);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/PostgreSQL is not yet a backend/);
+      expect(message).toContain("bob:***@db.example");
+      expect(message).not.toContain("hunter2");
+    }
+  });
+
   it("parses the backend", () => {
     expect(parseStoreBackend(undefined)).toBe("sqlite");
     expect(parseStoreBackend("database")).toBe("sqlite");

@@ -1,0 +1,36 @@
+// The PostgreSQL schema, version by version (./postgres.ts applies the pending ones in one transaction). Tables and
+// columns are named as in SQLite (src/storage/migrations.ts) so one Kysely store serves both; 64-bit integers are
+// BIGINT, flags SMALLINT 0/1.
+export interface PostgresMigration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  {
+    version: 1,
+    description: "messages between OpenCode sessions (seed 002)",
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_session_messages (
+  id           TEXT PRIMARY KEY,
+  owner        TEXT NOT NULL,
+  created_at   BIGINT NOT NULL,
+  updated_at   BIGINT NOT NULL,
+  from_session TEXT,
+  to_session   TEXT,
+  in_reply_to  TEXT,
+  await_reply  SMALLINT NOT NULL,
+  draft        SMALLINT NOT NULL,
+  buffered     SMALLINT NOT NULL,
+  accepted_at  BIGINT,
+  accepted_by  TEXT,
+  "initial"    TEXT NOT NULL,
+  message      TEXT NOT NULL,
+  delivered_at BIGINT
+);
+CREATE INDEX IF NOT EXISTS a2a_session_messages_buffer ON a2a_session_messages (to_session, buffered, created_at);
+CREATE INDEX IF NOT EXISTS a2a_session_messages_reply ON a2a_session_messages (in_reply_to, created_at);
+`,
+  },
+];

@@ -1,0 +1,29 @@
+// The tables of the stores written once with Kysely for SQLite and PostgreSQL (column types as each backend may
+// return them: ./rows.ts reads them). The SQLite schema is made by src/storage/migrations.ts, the PostgreSQL schema by
+// ./postgres-migrations.ts; both name tables and columns alike.
+import type { ColumnType } from "kysely";
+
+type Int64 = ColumnType<bigint | string, bigint, bigint>;
+type Flag = ColumnType<bigint | number, number, number>;
+
+export interface SessionMessagesTable {
+  id: string;
+  owner: string;
+  created_at: Int64;
+  updated_at: Int64;
+  from_session: string | null;
+  to_session: string | null;
+  in_reply_to: string | null;
+  await_reply: Flag;
+  draft: Flag;
+  buffered: Flag;
+  accepted_at: ColumnType<bigint | string | null, bigint | null, bigint | null>;
+  accepted_by: string | null;
+  initial: string;
+  message: string;
+  delivered_at: ColumnType<bigint | string | null, bigint | null, bigint | null>;
+}
+
+export interface SqlSchema {
+  a2a_session_messages: SessionMessagesTable;
+}

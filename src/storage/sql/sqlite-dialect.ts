@@ -1,0 +1,78 @@
+// Kysely on the gateway's SQLite connection (src/storage/database.ts): the stores written once with Kysely for both
+// SQL backends run here on the same better-sqlite3 handle as the rest of the SQLite store. Statements come from the
+// connection's cache (one per SQL text, kept for the life of the process: src/storage/pin.ts) and return every
+// integer as a bigint (nanosecond times do not fit a double; ./rows.ts reads both backends' integers). better-sqlite3
+// is synchronous, so each query runs to its end before another starts: the one connection needs no pool.
+import {
+  CompiledQuery,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  type QueryResult,
+} from "kysely";
+import type { StoreDatabase } from "../database.js";
+
+class Connection implements DatabaseConnection {
+  constructor(private readonly store: StoreDatabase) {}
+
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const statement = this.store.statement(query.sql);
+    const parameters = query.parameters as unknown[];
+    if (statement.reader) return Promise.resolve({ rows: statement.safeIntegers(true).all(...parameters) as R[] });
+    const result = statement.run(...parameters);
+    return Promise.resolve({ rows: [], numAffectedRows: BigInt(result.changes), insertId: BigInt(result.lastInsertRowid) });
+  }
+
+  // eslint-disable-next-line require-yield
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error("streaming queries are not used on SQLite");
+  }
+}
+
+class SqliteDriver implements Driver {
+  readonly #connection: Connection;
+
+  constructor(store: StoreDatabase) {
+    this.#connection = new Connection(store);
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return this.#connection;
+  }
+
+  // Transactions run on the connection like any other statement (BEGIN IMMEDIATE: the writer lock is taken at once,
+  // as the SQLite stores' own transactions do). A Kysely transaction awaits between its statements, and a synchronous
+  // store's transaction run meanwhile on the same connection would nest into it (better-sqlite3 makes it a
+  // savepoint): until every store is a Kysely store, the Kysely stores keep each write to one statement.
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("BEGIN IMMEDIATE"));
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("COMMIT"));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("ROLLBACK"));
+  }
+
+  async releaseConnection(): Promise<void> {}
+
+  async destroy(): Promise<void> {}
+}
+
+/** A Kysely dialect over `store`'s connection (closing the store closes it; Kysely's destroy() does not). */
+export function sqliteDialect(store: StoreDatabase): Dialect {
+  return {
+    createAdapter: () => new SqliteAdapter(),
+    createDriver: () => new SqliteDriver(store),
+    createIntrospector: (db: Kysely<unknown>) => new SqliteIntrospector(db),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+  };
+}
