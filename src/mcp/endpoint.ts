@@ -187,7 +187,7 @@ export class McpEndpoint {
       try {
         await messaging!.checkInput(tool, args);
         acting = await this.#acting(name, args, caller, signal, (message) => new A2AError("UNAUTHENTICATED", message));
-        result = await messaging!.call(tool, args ?? {}, acting, state.line, signal);
+        result = await messaging!.call(tool, args ?? {}, acting, state.line, signal, progress);
       } catch (error) {
         const err = toA2AError(error);
         if (err.reason === "UNAUTHENTICATED") this.deps.log.warn({ tool: name, credential_id: acting.credentialId }, `MCP call refused: ${err.message}`);

@@ -33,6 +33,9 @@ import { toolSchema } from "./schemas.js";
  */
 export const ERROR_META = "opencode-a2a/error";
 
+/** How often a send awaiting its reply reports that it still waits. */
+export const HEARTBEAT_MS = 15_000;
+
 /** The scope each tool needs of the principal it acts for (the scopes of the matching A2A methods). */
 export const TOOL_SCOPES: Record<MessagesTool, string> = { "list-session": "sessions.read", "send-message": "sessions.control", buffer: "sessions.control" };
 
@@ -58,7 +61,7 @@ export interface MessagingActor {
 }
 
 export interface MessagingToolsDeps {
-  service: MessageService;
+  service: Pick<MessageService, "send" | "buffer" | "listSessions">;
   /** A2A_MESSAGES_TOOLS. */
   enabled: readonly MessagesTool[];
   /** A2A_MESSAGES_TOOL_DEFAULTS, checked (MessagingTools.checkDefaults). */
@@ -69,6 +72,8 @@ export interface MessagingToolsDeps {
   rootRouting: Routing;
   /** The routing of a directory `list-session` names. */
   reroute: (dir: string) => Routing;
+  /** How often an awaited send reports progress (default HEARTBEAT_MS). */
+  heartbeatMs?: number;
 }
 
 /** A failure as a tool error result: `REASON: message` as text, the error in `_meta` (ERROR_META). */
@@ -155,7 +160,14 @@ export class MessagingTools {
   }
 
   /** One call (its input already checked), for `actor`; a failure is a tool error result. */
-  async call(name: MessagesTool, args: unknown, actor: MessagingActor, line: ProtocolLine, signal: AbortSignal): Promise<CallToolResult> {
+  async call(
+    name: MessagesTool,
+    args: unknown,
+    actor: MessagingActor,
+    line: ProtocolLine,
+    signal: AbortSignal,
+    progress?: (line: string) => void,
+  ): Promise<CallToolResult> {
     try {
       const scope = TOOL_SCOPES[name];
       if (!actor.principal.scopes.has(scope)) throw new A2AError("SCOPE_INSUFFICIENT", `${name} needs the ${scope} scope of the principal it acts for`, { required: [scope] });
@@ -167,7 +179,11 @@ export class MessagingTools {
         return { content: [{ type: "text", text: listText(result) }], structuredContent: result as unknown as Record<string, unknown> };
       }
       if (name === "send-message") {
-        const result = await this.deps.service.send(sender, sendParams(this.deps.defaults["send-message"], args as SendMessageToolInput), routing, signal);
+        const params = sendParams(this.deps.defaults["send-message"], args as SendMessageToolInput);
+        // While a reply is awaited, a progress line every HEARTBEAT_MS keeps the caller's per-call timeout (OpenCode's
+        // MCP `timeout`: the longest a call may stay silent) from ending the wait.
+        const heartbeat = params.await_reply === true && progress !== undefined ? setInterval(() => progress("waiting for the reply…"), this.deps.heartbeatMs ?? HEARTBEAT_MS) : undefined;
+        const result = await this.deps.service.send(sender, params, routing, signal).finally(() => clearInterval(heartbeat));
         return { content: [{ type: "text", text: sendText(result) }], structuredContent: result as unknown as Record<string, unknown> };
       }
       const input = { ...this.deps.defaults.buffer, ...(args as BufferToolInput) };

@@ -10,7 +10,7 @@ import { generateMcpToken, isLoopback, isOpencodeCaller, OPENCODE_CALLER, openco
 import { McpEndpoint, toolList } from "../../src/mcp/endpoint.js";
 import { toolSchema } from "../../src/mcp/schemas.js";
 import { peerHost } from "../../src/mcp/tools.js";
-import { sendParams } from "../../src/mcp/messages-tools.js";
+import { MessagingTools, sendParams } from "../../src/mcp/messages-tools.js";
 import { loadClientSettings } from "../../src/config/client-settings.js";
 import { mergedConfigContent } from "../../src/upstream/index.js";
 
@@ -130,5 +130,38 @@ describe("send-message defaults (A2A_MESSAGES_TOOL_DEFAULTS)", () => {
   it("what the call gives wins", () => {
     expect(sendParams(defaults, { message: "hi", draft: false, await_reply: false })).toMatchObject({ draft: false, await_reply: false });
     expect(sendParams(undefined, { message: "hi" })).toEqual({ message: "hi" });
+  });
+});
+
+describe("send-message awaiting a reply", () => {
+  const alice: Principal = { id: "alice", credentialId: "a", trustLevel: "autonomous", scopes: new Set(["sessions.control"]), admin: false };
+  /** A service whose send answers after `ms` (the wait of a reply); the real one is tested over the stub and OpenCode. */
+  const slow = (ms: number) =>
+    ({
+      send: async (_sender: unknown, params: { message: string }) => {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return { message: { id: "m1", created_at: "1", updated_at: "1", from: "ses_a", to: "ses_b", in_reply_to: null, draft: false, buffered: false, accepted_at: null, accepted_by: null, initial: params.message, message: params.message, delivered_at: "2" } };
+      },
+      buffer: async () => ({ session: "ses_a", messages: [] }),
+      listSessions: async () => ({ sessions: [] }),
+    }) as unknown as ConstructorParameters<typeof MessagingTools>[0]["service"];
+  const tools = (ms: number) =>
+    new MessagingTools({ service: slow(ms), enabled: ["send-message"], defaults: {}, defaultSession: "new", rootRouting: {}, reroute: () => ({}), heartbeatMs: 20 });
+
+  it("reports progress while it waits, and stops when the answer is there", async () => {
+    const lines: string[] = [];
+    const result = await tools(150).call("send-message", { message: "hi", await_reply: true }, { principal: alice }, "1.0", new AbortController().signal, (l) => lines.push(l));
+    expect(result.isError).toBeFalsy();
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.every((l) => l === "waiting for the reply…")).toBe(true);
+    const after = lines.length;
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(lines.length).toBe(after);
+  });
+
+  it("says nothing for a send that does not wait", async () => {
+    const lines: string[] = [];
+    await tools(100).call("send-message", { message: "hi" }, { principal: alice }, "1.0", new AbortController().signal, (l) => lines.push(l));
+    expect(lines).toEqual([]);
   });
 });

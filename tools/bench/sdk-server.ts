@@ -144,10 +144,13 @@ async function main(): Promise<void> {
   } else {
     const file = process.env.SDK_DB;
     if (file === undefined || file === "") throw new Error("SDK_STORE=sqlite needs SDK_DB (a file path)");
-    // The SDK's documented operator step: `a2a-db upgrade --url sqlite:<file>` creates its tables.
-    execFileSync(process.execPath, [sdkMigrationCli, "upgrade", "--url", `sqlite:${file}`], { stdio: ["ignore", "ignore", "inherit"] });
+    // The SDK's documented operator step, in its offline form: `a2a-db upgrade --sql --dialect sqlite` renders the
+    // schema's SQL, run here with exec(). (`a2a-db upgrade --url sqlite:<file>` opens the file through kysely, whose
+    // throwaway Statements abort Node 24 when collected: see below.)
+    const schema = execFileSync(process.execPath, [sdkMigrationCli, "upgrade", "--sql", "--dialect", "sqlite"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
     const [{ Kysely, SqliteDialect }, { default: SQLite }] = await Promise.all([import("kysely"), import("better-sqlite3")]);
     const sqlite = new SQLite(file);
+    sqlite.exec(schema);
     // better-sqlite3 12 on Node 24.19+ aborts the process when a Statement is garbage-collected (src/storage/pin.ts),
     // and kysely prepares one per query. Statements are therefore reused by SQL text and kept for the life of the
     // process, as the gateway's store does; pragmas go through exec(), which makes no Statement.
