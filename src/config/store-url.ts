@@ -41,7 +41,7 @@ export function parseStoreUrl(url: string = DEFAULT_TASK_STORE_DATABASE_URL, cwd
   };
   const value = url.trim();
   const scheme = SCHEMES.find((s) => value.toLowerCase().startsWith(s));
-  if (/^postgres(ql)?:\/\//i.test(value)) return fail("PostgreSQL is not yet a backend of the whole store in this build (only the message store has one); use SQLite");
+  if (/^postgres(ql)?:\/\//i.test(value)) return fail("PostgreSQL is not yet a backend of the whole store in this build (only the message and subtask-call stores have one); use SQLite");
   if (scheme === undefined) return fail("unsupported scheme (only local SQLite is supported)");
   const rest = value.slice(scheme.length);
   if (rest === ":memory:") return { kind: "memory" };

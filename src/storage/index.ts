@@ -13,7 +13,7 @@ import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from 
 import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { MemorySessionStore, SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
-import { MemorySubtaskCallStore, SqliteSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
+import { MemorySubtaskCallStore, SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { MemoryTaskStore, SqliteTaskStore, type TaskStore } from "./tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError } from "../config/store-url.js";
 
@@ -94,6 +94,8 @@ export function openStorage(options: StorageOptions): Storage {
   const location = parseStoreUrl(options.url ?? DEFAULT_TASK_STORE_DATABASE_URL, options.cwd);
   const db: StoreDatabase = openDatabase(location, options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs });
   try {
+    // The stores written once with Kysely run on the same connection (./sql/sqlite-dialect.ts).
+    const sql = new Kysely<SqlSchema>({ dialect: sqliteDialect(db) });
     return {
       backend: "sqlite",
       description: describeStoreLocation(location),
@@ -104,9 +106,9 @@ export function openStorage(options: StorageOptions): Storage {
       atomically: (fn) => db.transaction("atomically", fn),
       interrupts: new SqliteInterruptStore(db, now),
       audit: new SqliteAuditStore(db),
-      subtaskCalls: new SqliteSubtaskCallStore(db),
+      subtaskCalls: new SqlSubtaskCallStore(sql),
       governance: new SqliteGovernanceStore(db),
-      messages: new SqlMessageStore(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) })),
+      messages: new SqlMessageStore(sql),
       database: db,
       close: () => db.close(),
     };

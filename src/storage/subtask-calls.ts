@@ -1,7 +1,9 @@
 // Calls of opencode.subtasks.run: who made them, under which context, and what happened to each item (accepted with
 // its task, rejected or failed with the error). Written once when the call is answered; the items' states are read
-// from their tasks. SQLite and in-memory alike.
-import type { StoreDatabase } from "./database.js";
+// from their tasks. One Kysely implementation serves SQLite and PostgreSQL; the memory backend keeps them in a map.
+import type { Kysely } from "kysely";
+import { int, storeCall } from "./sql/rows.js";
+import type { SqlSchema } from "./sql/schema.js";
 
 export interface SubtaskCallItem {
   client_id: string;
@@ -21,41 +23,41 @@ export interface SubtaskCallRecord {
 }
 
 export interface SubtaskCallStore {
-  create(call: SubtaskCallRecord): void;
-  get(callId: string): SubtaskCallRecord | undefined;
+  create(call: SubtaskCallRecord): Promise<void>;
+  get(callId: string): Promise<SubtaskCallRecord | undefined>;
 }
 
 export class MemorySubtaskCallStore implements SubtaskCallStore {
   readonly #calls = new Map<string, string>();
 
-  create(call: SubtaskCallRecord): void {
+  async create(call: SubtaskCallRecord): Promise<void> {
     this.#calls.set(call.call_id, JSON.stringify(call));
   }
 
-  get(callId: string): SubtaskCallRecord | undefined {
+  async get(callId: string): Promise<SubtaskCallRecord | undefined> {
     const json = this.#calls.get(callId);
     return json === undefined ? undefined : (JSON.parse(json) as SubtaskCallRecord);
   }
 }
 
-export class SqliteSubtaskCallStore implements SubtaskCallStore {
-  constructor(private readonly store: StoreDatabase) {}
+/** The subtask call store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
+export class SqlSubtaskCallStore implements SubtaskCallStore {
+  constructor(private readonly db: Kysely<SqlSchema>) {}
 
-  create(call: SubtaskCallRecord): void {
-    this.store.guard("subtaskCalls.create", () => {
-      this.store
-        .statement("INSERT INTO a2a_subtask_calls (call_id, owner, context_id, created_at, items_json) VALUES (?, ?, ?, ?, ?)")
-        .run(call.call_id, call.owner, call.context_id, call.created_at, JSON.stringify(call.items));
+  create(call: SubtaskCallRecord): Promise<void> {
+    return storeCall("subtaskCalls.create", async () => {
+      await this.db
+        .insertInto("a2a_subtask_calls")
+        .values({ call_id: call.call_id, owner: call.owner, context_id: call.context_id, created_at: BigInt(call.created_at), items_json: JSON.stringify(call.items) })
+        .execute();
     });
   }
 
-  get(callId: string): SubtaskCallRecord | undefined {
-    return this.store.guard("subtaskCalls.get", () => {
-      const row = this.store.statement("SELECT call_id, owner, context_id, created_at, items_json FROM a2a_subtask_calls WHERE call_id = ?").get(callId) as
-        | { call_id: string; owner: string; context_id: string; created_at: number; items_json: string }
-        | undefined;
+  get(callId: string): Promise<SubtaskCallRecord | undefined> {
+    return storeCall("subtaskCalls.get", async () => {
+      const row = await this.db.selectFrom("a2a_subtask_calls").selectAll().where("call_id", "=", callId).executeTakeFirst();
       if (row === undefined) return undefined;
-      return { call_id: row.call_id, owner: row.owner, context_id: row.context_id, created_at: row.created_at, items: JSON.parse(row.items_json) as SubtaskCallItem[] };
+      return { call_id: row.call_id, owner: row.owner, context_id: row.context_id, created_at: int(row.created_at), items: JSON.parse(row.items_json) as SubtaskCallItem[] };
     });
   }
 }

@@ -146,7 +146,7 @@ export class SubtaskService {
     for (const i of items) this.opts.metrics?.subtaskItems.inc({ status: i.status });
     const record: SubtaskCallRecord = { call_id: callId, owner: principal.id, context_id: parent.contextId, created_at: Date.now(), items };
     try {
-      this.opts.calls.create(record);
+      await this.opts.calls.create(record);
     } catch (error) {
       // Not kept: nothing of the call starts; its tasks end canceled.
       for (const group of groups.values()) for (const a of group) a.open(false);
@@ -157,13 +157,13 @@ export class SubtaskService {
     return this.#result(principal, record);
   }
 
-  get(principal: Principal, callId: string): SubtasksCallResult {
-    return this.#result(principal, this.#call(principal, callId));
+  async get(principal: Principal, callId: string): Promise<SubtasksCallResult> {
+    return this.#result(principal, await this.#call(principal, callId));
   }
 
   /** Cancels the call's items that have not ended (of one group, when given): waiting ones first, so none starts. */
   async cancel(principal: Principal, callId: string, group?: string): Promise<SubtasksCallResult> {
-    const record = this.#call(principal, callId);
+    const record = await this.#call(principal, callId);
     const targets = record.items.filter((i) => i.task_id !== undefined && (group === undefined || i.parallel_group === group));
     const states = new Map(targets.map((i) => [i.task_id!, this.#state(principal, i.task_id!)]));
     const order = [...targets.filter((i) => states.get(i.task_id!) === "submitted"), ...targets.filter((i) => states.get(i.task_id!) !== "submitted")];
@@ -182,8 +182,8 @@ export class SubtaskService {
     return this.#result(principal, record);
   }
 
-  #call(principal: Principal, callId: string): SubtaskCallRecord {
-    const record = this.opts.calls.get(callId);
+  async #call(principal: Principal, callId: string): Promise<SubtaskCallRecord> {
+    const record = await this.opts.calls.get(callId);
     if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
       throw new A2AError("SUBTASK_CALL_NOT_FOUND", `Subtask call ${callId} not found`, { call_id: callId });
     }

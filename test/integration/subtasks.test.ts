@@ -307,7 +307,7 @@ describe("a store that refuses writes", () => {
       fault.free();
       const result = await run({ ...item(), wait: true }, faulty.url);
       expect(result.items[0].state).toBe("completed");
-      expect(storage.subtaskCalls.get(result.call_id)?.items.map((i) => i.task_id)).toEqual([result.items[0].task_id]);
+      expect((await storage.subtaskCalls.get(result.call_id))?.items.map((i) => i.task_id)).toEqual([result.items[0].task_id]);
     } finally {
       await faulty.close();
       storage.close();

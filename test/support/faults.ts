@@ -35,7 +35,7 @@ export function storeFault(storage: Storage): StoreFault {
   faulty.save = (...args: Parameters<typeof tasks.save>) => (full ? refuse("save") : tasks.save(...args));
   const calls = storage.subtaskCalls;
   const faultyCalls: typeof calls = {
-    create: (call) => (full ? refuse("subtaskCalls.create") : calls.create(call)),
+    create: async (call) => (full ? refuse("subtaskCalls.create") : calls.create(call)),
     get: (callId) => calls.get(callId),
   };
   return {

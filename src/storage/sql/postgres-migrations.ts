@@ -33,4 +33,17 @@ CREATE INDEX IF NOT EXISTS a2a_session_messages_buffer ON a2a_session_messages (
 CREATE INDEX IF NOT EXISTS a2a_session_messages_reply ON a2a_session_messages (in_reply_to, created_at);
 `,
   },
+  {
+    version: 2,
+    description: "subtask calls (opencode.subtasks.run)",
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_subtask_calls (
+  call_id    TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  context_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  items_json TEXT NOT NULL
+);
+`,
+  },
 ];

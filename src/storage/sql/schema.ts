@@ -24,6 +24,16 @@ export interface SessionMessagesTable {
   delivered_at: ColumnType<bigint | string | null, bigint | null, bigint | null>;
 }
 
+export interface SubtaskCallsTable {
+  call_id: string;
+  owner: string;
+  context_id: string;
+  /** Epoch ms. */
+  created_at: Int64;
+  items_json: string;
+}
+
 export interface SqlSchema {
   a2a_session_messages: SessionMessagesTable;
+  a2a_subtask_calls: SubtaskCallsTable;
 }

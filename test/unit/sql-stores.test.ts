@@ -1,14 +1,15 @@
-// The message store (seed 002) on every backend: memory, SQLite (Kysely on the gateway's connection) and PostgreSQL
-// (the test run's throwaway cluster, one fresh database per case) run the same behavioural suite — ids taken once,
-// replace, the buffer's filter and order, buffer sizes, threads, replies received, nanosecond times beyond 2^53 —
-// then the PostgreSQL schema: migrated from an empty database, idempotent on reopen, once when two gateways open it
-// together, refused when newer than this build.
+// The stores written once with Kysely for both SQL backends, on every backend: memory, SQLite (Kysely on the
+// gateway's connection) and PostgreSQL (the test run's throwaway cluster, one fresh database per case) run the same
+// behavioural suite. Messages (seed 002): ids taken once, replace, the buffer's filter and order, buffer sizes,
+// threads, replies received, nanosecond times beyond 2^53. Subtask calls: kept whole, ids taken once. Both: a
+// database failure is TASK_STORE_UNAVAILABLE. Then the PostgreSQL schema: migrated from an empty database, idempotent
+// on reopen, once when two gateways open it together, refused when newer than this build.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Kysely, sql } from "kysely";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStorage, SqlMessageStore, type MessageStore, type StoredMessage } from "../../src/storage/index.js";
+import { openStorage, SqlMessageStore, SqlSubtaskCallStore, type MessageStore, type StoredMessage, type SubtaskCallStore } from "../../src/storage/index.js";
 import { LATEST_POSTGRES_VERSION, openPostgres, POSTGRES_SCHEMA_NAME, type PostgresDatabase } from "../../src/storage/sql/postgres.js";
 import { A2AError } from "../../src/contract/errors.js";
 import { freshDatabase, postgresUrl } from "../support/postgres.js";
@@ -42,6 +43,7 @@ function message(id: string, fields: Partial<StoredMessage> = {}): StoredMessage
 
 interface Opened {
   store: MessageStore;
+  calls: SubtaskCallStore;
   close(): Promise<void>;
   /** Makes every later call fail as the database would. */
   break(): Promise<void>;
@@ -52,14 +54,14 @@ const backends: [string, () => Promise<Opened>][] = [
     "memory",
     async () => {
       const storage = openStorage({ backend: "memory" });
-      return { store: storage.messages, close: async () => storage.close(), break: async () => undefined };
+      return { store: storage.messages, calls: storage.subtaskCalls, close: async () => storage.close(), break: async () => undefined };
     },
   ],
   [
     "sqlite",
     async () => {
       const storage = openStorage({ backend: "sqlite", url: `sqlite:///${path.join(tmp, `case-${++seq}.db`)}` });
-      return { store: storage.messages, close: async () => storage.close(), break: async () => storage.close() };
+      return { store: storage.messages, calls: storage.subtaskCalls, close: async () => storage.close(), break: async () => storage.close() };
     },
   ],
 ];
@@ -76,6 +78,7 @@ if (postgresUrl !== undefined) {
       };
       return {
         store: new SqlMessageStore(pg.db),
+        calls: new SqlSubtaskCallStore(pg.db),
         close: async () => {
           await close();
           await database.drop();
@@ -131,12 +134,36 @@ describe.each(backends)("%s", (_name, open) => {
     expect((await store.repliesTo("ses_b")).map((m) => m.id)).toEqual(["r3"]);
   });
 
+  it("subtask calls: kept whole (items in order, epoch ms), an id taken once", async () => {
+    const call = {
+      call_id: "call-1",
+      owner: "alice",
+      context_id: "ctx-1",
+      created_at: 1_700_000_000_123,
+      items: [
+        { client_id: "a", status: "accepted" as const, task_id: "t-1", parallel_group: "g" },
+        { client_id: "b", status: "failed" as const, error: { reason: "INVALID_PARAMS", code: -32602, message: "bad", field: "agent" } },
+      ],
+    };
+    await opened.calls.create(call);
+    expect(await opened.calls.get("call-1")).toEqual(call);
+    expect(await opened.calls.get("call-2")).toBeUndefined();
+    if (_name !== "memory") await expect(opened.calls.create({ ...call, owner: "bob" })).rejects.toMatchObject({ reason: "TASK_STORE_UNAVAILABLE" });
+    expect((await opened.calls.get("call-1"))?.owner).toBe("alice");
+  });
+
   it("a database failure is TASK_STORE_UNAVAILABLE naming the operation", async () => {
     if (_name === "memory") return;
     await opened.break();
-    const error = await store.get("m1").catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(A2AError);
-    expect(error).toMatchObject({ reason: "TASK_STORE_UNAVAILABLE", data: { operation: "messages.get" } });
+    for (const [call, operation] of [
+      [() => store.get("m1"), "messages.get"],
+      [() => store.create(message("m9")), "messages.create"],
+      [() => opened.calls.get("c1"), "subtaskCalls.get"],
+    ] as const) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(A2AError);
+      expect(error).toMatchObject({ reason: "TASK_STORE_UNAVAILABLE", data: { operation } });
+    }
   });
 });
 
@@ -159,7 +186,7 @@ describe.skipIf(postgresUrl === undefined)("the PostgreSQL schema", () => {
     open.push(again);
     expect(again.migration).toEqual({ from: LATEST_POSTGRES_VERSION, to: LATEST_POSTGRES_VERSION });
     const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(again.db);
-    expect(tables.rows.map((r) => r.table_name)).toEqual(["a2a_schema_version", "a2a_session_messages"]);
+    expect(tables.rows.map((r) => r.table_name)).toEqual(["a2a_schema_version", "a2a_session_messages", "a2a_subtask_calls"]);
   });
 
   it("a schema newer than this build is refused (SCHEMA_TOO_NEW) and left as it is", async () => {
