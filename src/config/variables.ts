@@ -104,21 +104,27 @@ export function list(name: string, description: string): Variable<string[]> {
 export const TRANSPORTS = ["JSONRPC", "HTTP+JSON"] as const;
 export type ClientTransport = (typeof TRANSPORTS)[number];
 
-/** An ordered list of A2A transports (`JSONRPC`, `HTTP+JSON`), each at most once. */
-export function transports(name: string, description: string): Variable<ClientTransport[]> {
+/**
+ * An ordered list of `allowed` values, each kept once; unset or empty: all of them. With `none`, the word `none` is
+ * the empty list.
+ */
+function choices<T extends string>(name: string, allowed: readonly T[], description: string, none = false): Variable<T[]> {
   const base = list(name, description);
   return {
     ...base,
-    defaultText: TRANSPORTS.join(","),
+    defaultText: allowed.join(","),
     parse(raw, env) {
+      if (none && raw?.trim().toLowerCase() === "none") return [];
       const given = base.parse(raw, env);
-      if (given.length === 0) return [...TRANSPORTS];
-      const unknown = given.filter((t) => !(TRANSPORTS as readonly string[]).includes(t));
-      if (unknown.length > 0) fail(name, raw ?? "", `a list of ${TRANSPORTS.join(", ")}`);
-      return [...new Set(given)] as ClientTransport[];
+      if (given.length === 0) return [...allowed];
+      if (given.some((t) => !(allowed as readonly string[]).includes(t))) fail(name, raw ?? "", `a list of ${allowed.join(", ")}${none ? ", or none" : ""}`);
+      return [...new Set(given)] as T[];
     },
   };
 }
+
+/** An ordered list of A2A transports (`JSONRPC`, `HTTP+JSON`), each at most once. */
+export const transports = (name: string, description: string): Variable<ClientTransport[]> => choices(name, TRANSPORTS, description);
 
 export function url(name: string, def: string | undefined, description: string): Variable<string | undefined> {
   return {
@@ -176,20 +182,7 @@ export const MESSAGES_TOOLS = ["list-session", "send-message", "buffer"] as cons
 export type MessagesTool = (typeof MESSAGES_TOOLS)[number];
 
 /** Which messaging tools the MCP endpoint offers: a list of MESSAGES_TOOLS, `none`, or unset for all. */
-export function messagesTools(name: string, description: string): Variable<MessagesTool[]> {
-  const base = list(name, description);
-  return {
-    ...base,
-    defaultText: MESSAGES_TOOLS.join(","),
-    parse(raw, env) {
-      if (raw?.trim().toLowerCase() === "none") return [];
-      const given = base.parse(raw, env);
-      if (given.length === 0) return [...MESSAGES_TOOLS];
-      if (given.some((t) => !(MESSAGES_TOOLS as readonly string[]).includes(t))) fail(name, raw ?? "", `a list of ${MESSAGES_TOOLS.join(", ")}, or none`);
-      return [...new Set(given)] as MessagesTool[];
-    },
-  };
-}
+export const messagesTools = (name: string, description: string): Variable<MessagesTool[]> => choices(name, MESSAGES_TOOLS, description, true);
 
 /** A JSON object (its shape is checked against the contract when the gateway starts). */
 export function jsonObject(name: string, description: string): Variable<Record<string, unknown>> {
