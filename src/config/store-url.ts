@@ -29,9 +29,16 @@ const ACCEPTED_FORMS =
   "sqlite:///relative/path.db (relative to the working directory), sqlite:////absolute/path.db, " +
   "sqlite:///:memory: (the sqlite+aiosqlite:/// spelling is accepted too)";
 
-/** The URL with any password replaced by `***` (a server URL may carry one; it is never printed). */
+/**
+ * The URL with its password (in the user info, or a `password` query parameter) replaced by `***`: a server URL may
+ * carry one and it is never printed. Works on malformed URLs too (a password holding `@` or `/`): everything between
+ * `user:` and the last `@` is hidden.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:@]*:)[^@/]*@/i, "$1***@");
+  const out = url.replace(/([?&]password=)[^&#]*/gi, "$1***");
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)(.*)@([^@]*)$/is.exec(out);
+  if (m === null || !m[2]!.includes(":")) return out;
+  return `${m[1]}${m[2]!.slice(0, m[2]!.indexOf(":"))}:***@${m[3]}`;
 }
 
 /** Parse a store URL. Relative paths resolve against `cwd`. Throws StorageError("INVALID_URL") naming the variable. */

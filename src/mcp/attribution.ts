@@ -86,32 +86,52 @@ export class CallAttribution {
     this.#deps = deps;
   }
 
-  /** The caller whose OpenCode tool call this is, or undefined (none within the wait, or the request went away). */
-  async attribute(tool: string, input: unknown, signal?: AbortSignal): Promise<Attributed | undefined> {
+  /**
+   * The caller whose OpenCode tool call this is, or undefined (none within the wait, or the request went away). With
+   * `exclusive` (a tool whose answer depends on the calling session: the messaging tools), the other callers'
+   * sessions are read once more after the match: when one of them holds the same call (same tool, same input,
+   * running, unclaimed), the MCP request could be either's, so the match is given up and `rivals` names them.
+   */
+  async attribute(tool: string, input: unknown, signal?: AbortSignal, exclusive = false): Promise<(Attributed & { rivals?: string[] }) | undefined> {
     const bySession = new Map<string, CallerSession>();
     for (const c of this.#deps.callers()) if (!bySession.has(c.sessionId)) bySession.set(c.sessionId, c);
     if (bySession.size === 0) return undefined;
     const callers = [...bySession.values()];
     const wanted = canonical(input);
-    const match = (part: unknown): Attributed | undefined => {
+    /** A running, unclaimed part of this call in a caller's session (not claimed by looking). */
+    const candidate = (part: unknown): Attributed | undefined => {
       if (!isToolPart(part) || part.state.status !== "running" || !sameTool(part.tool, tool)) return undefined;
       const caller = bySession.get(part.sessionID);
       if (caller === undefined || canonical(part.state.input ?? {}) !== wanted) return undefined;
-      const key = `${part.sessionID}/${part.callID}`;
-      if (this.#claimed.has(key)) return undefined;
-      this.#claim(key);
+      if (this.#claimed.has(`${part.sessionID}/${part.callID}`)) return undefined;
       return { caller, sessionId: part.sessionID, callId: part.callID };
+    };
+    const match = (part: unknown): Attributed | undefined => {
+      const found = candidate(part);
+      if (found !== undefined) this.#claim(`${found.sessionId}/${found.callId}`);
+      return found;
     };
     // Subscribe first, then read the snapshots: a part published in between is seen by one or the other.
     const sub = this.#deps.hub.subscribe({ sessions: bySession.keys(), types: new Set(["message.part.updated"]) });
     const deadline = Date.now() + (this.#deps.waitMs ?? 3_000);
+    let found: Attributed | undefined;
     try {
-      const fromSnapshot = await this.#snapshots(callers, match, signal);
-      if (fromSnapshot !== undefined) return fromSnapshot;
-      return await this.#watch(sub, match, deadline, signal);
+      found = (await this.#snapshots(callers, match, signal)) ?? (await this.#watch(sub, match, deadline, signal));
     } finally {
       sub.close();
     }
+    if (found === undefined || !exclusive) return found;
+    const others = callers.filter((c) => c.sessionId !== found.sessionId);
+    const rivals: string[] = [];
+    const collect = (part: unknown): undefined => {
+      const rival = candidate(part);
+      if (rival !== undefined) rivals.push(rival.sessionId);
+      return undefined;
+    };
+    if (others.length > 0) await this.#snapshots(others, collect, signal);
+    if (rivals.length === 0) return found;
+    this.#claimed.delete(`${found.sessionId}/${found.callId}`);
+    return { ...found, rivals: [...new Set(rivals)] };
   }
 
   #claim(key: string): void {

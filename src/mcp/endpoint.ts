@@ -186,7 +186,7 @@ export class McpEndpoint {
       const tool = name as Parameters<MessagingTools["call"]>[0];
       try {
         await messaging!.checkInput(tool, args);
-        acting = await this.#acting(name, args, caller, signal, (message) => new A2AError("UNAUTHENTICATED", message));
+        acting = await this.#acting(name, args, caller, signal, (message) => new A2AError("UNAUTHENTICATED", message), true);
         result = await messaging!.call(tool, args ?? {}, acting, state.line, signal, progress);
       } catch (error) {
         const err = toA2AError(error);
@@ -199,10 +199,15 @@ export class McpEndpoint {
   }
 
   /** The caller itself, or (OpenCode credential) the turn whose tool call this is; none: `refuse`. */
-  async #acting(tool: string, args: unknown, caller: Principal, signal: AbortSignal, refuse: (message: string) => Error): Promise<Acting> {
+  async #acting(tool: string, args: unknown, caller: Principal, signal: AbortSignal, refuse: (message: string) => Error, exclusive = false): Promise<Acting> {
     if (!isOpencodeCaller(caller)) return { principal: caller, credentialId: caller.credentialId };
-    const found = await this.deps.attribution?.attribute(tool, args, signal);
+    const found = await this.deps.attribution?.attribute(tool, args, signal, exclusive);
     if (found === undefined) throw refuse("no running task of this gateway made this call");
+    if (found.rivals !== undefined) {
+      // The answer depends on the calling session, and another session made the very same call at the same moment.
+      // (The other sessions may be another principal's: they are not named.)
+      throw new A2AError("SESSION_AMBIGUOUS", "another session made the same call at the same moment, so the calling session is not known: call again");
+    }
     const c = found.caller;
     return { principal: c.principal, credentialId: caller.credentialId, taskId: c.taskId, contextId: c.contextId, sessionId: found.sessionId, routing: c.routing };
   }

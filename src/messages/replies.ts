@@ -10,12 +10,21 @@ import { isObject } from "../util/object.js";
 /** The event types that end a turn. */
 export const TURN_END_TYPES: ReadonlySet<string> = new Set(["session.idle", "session.status", "session.error"]);
 
-/** Waits for the session's next idle; false when the time ran out, the signal aborted or the stream ended first. */
+/**
+ * Waits for the session's next idle; false when the time ran out, the signal aborted (or had already), the stream
+ * ended first or the subscription failed (e.g. it overflowed: UPSTREAM_BACKPRESSURE). Never rejects.
+ */
 export async function turnEnded(sub: Subscription, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted === true) {
+    sub.close();
+    return false;
+  }
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   const stop = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), timeoutMs);
-    signal?.addEventListener("abort", () => resolve(false), { once: true });
+    onAbort = () => resolve(false);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
   const idle = (async (): Promise<boolean> => {
     for await (const item of sub) {
@@ -24,17 +33,19 @@ export async function turnEnded(sub: Subscription, timeoutMs: number, signal?: A
       if (e.type === "session.idle" || (e.type === "session.status" && e.properties?.status?.type === "idle")) return true;
     }
     return false;
-  })();
+  })().catch(() => false);
   try {
     return await Promise.race([idle, stop]);
   } finally {
     clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
     sub.close();
   }
 }
 
 /** `promise`'s value, or undefined when `ms` pass or `signal` aborts first (a rejection is undefined too: it is handled where the promise is made). */
 export async function within<T>(promise: Promise<T | undefined>, ms: number, signal?: AbortSignal): Promise<T | undefined> {
+  if (signal?.aborted === true) return undefined;
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   const stop = new Promise<undefined>((resolve) => {

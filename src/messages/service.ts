@@ -180,17 +180,18 @@ export class MessageService {
       );
     } catch (error) {
       sub.close();
-      await this.opts.store.update({ ...message, draft: true, updatedAt: nowNs(this.#now) });
+      // Nothing is lost: a message accepted from a buffer goes back into it; any other becomes a draft (iterate it
+      // to send again).
+      const kept = message.acceptedAt !== null ? { acceptedAt: null, acceptedBy: null } : { draft: true };
+      await this.opts.store.update({ ...message, ...kept, updatedAt: nowNs(this.#now) });
       throw error;
     }
     const delivered: StoredMessage = { ...message, deliveredAt: nowNs(this.#now), updatedAt: nowNs(this.#now) };
-    await this.opts.store.update(delivered);
+    // Followed from here on (turnEnded never rejects and closes the subscription), whatever the update below does.
     this.#turns.set(message.id, { sessionId: to, messageId: message.id, principal, routing });
     const ended = turnEnded(sub, DELIVERY_WATCH_MS).finally(() => this.#turns.delete(message.id));
-    if (!message.awaitReply) {
-      void ended;
-      return { delivered };
-    }
+    await this.opts.store.update(delivered);
+    if (!message.awaitReply) return { delivered };
     const answered = ended.then((done) => (done ? this.#reply(delivered, routing, since) : undefined));
     answered.catch((error: unknown) => this.opts.log.warn({ err: String(error), id: message.id }, "could not thread the answer to a message"));
     if (wait === undefined) return { delivered };

@@ -348,13 +348,15 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ...(messages?.deliveredTurns() ?? []),
   ];
   const attribution = deps.upstream === undefined || live === undefined ? undefined : new CallAttribution({ callers, hub: deps.upstream.hub, upstream: deps.upstream.client });
+  // Checked whether or not the tools are offered: a bad A2A_MESSAGES_TOOL_DEFAULTS stops every start.
+  const toolDefaults = await MessagingTools.checkDefaults(config.messagesToolDefaults);
   const messaging =
     messages === undefined || !config.enableMessages || config.messagesTools.length === 0
       ? undefined
       : new MessagingTools({
           service: messages,
           enabled: config.messagesTools,
-          defaults: await MessagingTools.checkDefaults(config.messagesToolDefaults),
+          defaults: toolDefaults,
           defaultSession: config.messagesDefaultSession!,
           rootRouting: resolveRouting(undefined, routing),
           reroute: (dir) => resolveRouting({ opencode: { directory: dir } }, routing),

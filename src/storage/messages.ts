@@ -41,7 +41,9 @@ export interface MessageStore {
   repliesTo(session: string): Promise<StoredMessage[]>;
 }
 
-const byCreated = (a: StoredMessage, b: StoredMessage): number => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id.localeCompare(b.id));
+/** Oldest first; the same time: by id in code-unit order (SQLite's BINARY collation, PostgreSQL's "C" on the id). */
+const byCreated = (a: StoredMessage, b: StoredMessage): number =>
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 const waiting = (m: StoredMessage): boolean => m.buffered && m.acceptedAt === null && !m.draft;
 
 export class MemoryMessageStore implements MessageStore {

@@ -2,6 +2,7 @@
 // its task, rejected or failed with the error). Written once when the call is answered; the items' states are read
 // from their tasks. One Kysely implementation serves SQLite and PostgreSQL; the memory backend keeps them in a map.
 import type { Kysely } from "kysely";
+import { storeUnavailable } from "./database.js";
 import { int, storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
 
@@ -31,6 +32,8 @@ export class MemorySubtaskCallStore implements SubtaskCallStore {
   readonly #calls = new Map<string, string>();
 
   async create(call: SubtaskCallRecord): Promise<void> {
+    // As the SQL stores: a taken id is a store failure (ids are fresh UUIDs; it never happens in use).
+    if (this.#calls.has(call.call_id)) throw storeUnavailable("subtaskCalls.create", new Error(`call ${call.call_id} exists`));
     this.#calls.set(call.call_id, JSON.stringify(call));
   }
 

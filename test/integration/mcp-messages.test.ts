@@ -197,6 +197,11 @@ describe("the OpenCode credential", () => {
     const entries = await auditOf(`method=mcp/send-message&session_id=${request.to}`, 1);
     expect(entries[0]).toMatchObject({ principal: "alice", credential_id: "opencode-mcp", outcome: "ok" });
     expect(entries[0]!.task_id).toBeUndefined();
+    // Once that turn ends, the session vouches for no call any more.
+    tg.stub.emit({ type: "session.idle", properties: { sessionID: request.to } });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const late = await fromSession(request.to, "send-message", { reply: request.id, message: "one more thing" });
+    expect((late._meta as Obj)["opencode-a2a/error"]).toMatchObject({ reason: "UNAUTHENTICATED" });
     await rpc(tg.url, { jsonrpc: "2.0", id: 3, method: "tasks/cancel", params: { id: taskId } }, { authorization: `Bearer ${ALICE.secret}`, "A2A-Version": "0.3" });
   }, 30_000);
 

@@ -194,6 +194,23 @@ describe("addressing", () => {
   });
 });
 
+describe("failed deliveries", () => {
+  it("nothing is lost: a refused delivery leaves a new message a draft, and an accepted one back in its buffer", async () => {
+    const session = await aliceSession();
+    tg.stub.failNext((r) => r.method === "POST" && r.path.endsWith("/prompt_async"), { status: 500, body: { message: "boom" } });
+    await fails(as(ALICE), "opencode.messages.send", { session: "new", message: "direct", id: "refused-1" }, "UPSTREAM_HTTP_ERROR");
+    expect((await ok(as(ALICE), "opencode.messages.get", { id: "refused-1" })).message).toMatchObject({ draft: true, delivered_at: null, message: "direct" });
+    const queued = (await send(as(ALICE), { session, message: "waits" })).message;
+    tg.stub.failNext(`POST /session/${session}/prompt_async`, { status: 500, body: { message: "boom" } });
+    await fails(as(ALICE), "opencode.messages.buffer", { session, accept: "oldest" }, "UPSTREAM_HTTP_ERROR");
+    const listed = await buffer(as(ALICE), { session });
+    expect(listed.messages.map((m: Obj) => m.id)).toEqual([queued.id]);
+    expect(listed.messages[0]).toMatchObject({ buffered: true, draft: false, accepted_at: null, accepted_by: null, delivered_at: null });
+    tg.stub.script(text("Now it is read."));
+    expect((await buffer(as(ALICE), { session, accept: "oldest" })).accepted).toMatchObject({ id: queued.id });
+  });
+});
+
 describe("drafts", () => {
   it("a draft is updated twice and then sent", async () => {
     const draft = (await send(as(ALICE), { message: "v1", draft: true, id: "draft-1" })).message;

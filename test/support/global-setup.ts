@@ -20,6 +20,8 @@ async function postgres(): Promise<Cluster | undefined> {
     return undefined;
   }
   const cluster = await startCluster();
+  // A run that ends without its teardown (interrupted) still stops the server (stop() is synchronous and idempotent).
+  process.once("exit", () => cluster.stop());
   process.env.A2A_TEST_POSTGRES_URL = cluster.url;
   return cluster;
 }
@@ -31,13 +33,16 @@ export default async function setup(): Promise<() => void> {
   const guard = path.join(dir, "shared-store-guard.db");
   process.env.A2A_TASK_STORE_DATABASE_URL = `sqlite:///${guard}`;
   return () => {
-    cluster?.stop();
     const used = fs.existsSync(guard);
     fs.rmSync(dir, { recursive: true, force: true });
-    if (used) {
-      // vitest reports an error thrown here but still exits 0: the exit code is set as well.
-      process.exitCode = 1;
-      throw new Error("a test opened the environment's task store (A2A_TASK_STORE_DATABASE_URL): give its gateway a store of its own");
+    try {
+      if (used) {
+        // vitest reports an error thrown here but still exits 0: the exit code is set as well.
+        process.exitCode = 1;
+        throw new Error("a test opened the environment's task store (A2A_TASK_STORE_DATABASE_URL): give its gateway a store of its own");
+      }
+    } finally {
+      cluster?.stop();
     }
   };
 }

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { Context } from "koa";
 import type { CredentialResolver, Principal } from "../../src/auth/index.js";
 import { A2AError } from "../../src/contract/errors.js";
-import { canonical, sameTool } from "../../src/mcp/attribution.js";
+import { CallAttribution, canonical, sameTool } from "../../src/mcp/attribution.js";
 import { generateMcpToken, isLoopback, isOpencodeCaller, OPENCODE_CALLER, opencodeMcpConfig, withOpencodeCredential } from "../../src/mcp/credential.js";
 import { McpEndpoint, toolList } from "../../src/mcp/endpoint.js";
 import { toolSchema } from "../../src/mcp/schemas.js";
@@ -163,5 +163,34 @@ describe("send-message awaiting a reply", () => {
     const lines: string[] = [];
     await tools(100).call("send-message", { message: "hi" }, { principal: alice }, "1.0", new AbortController().signal, (l) => lines.push(l));
     expect(lines).toEqual([]);
+  });
+});
+
+describe("attribution of a call whose answer depends on the calling session", () => {
+  const principal = (id: string): Principal => ({ id, credentialId: "opencode-mcp", trustLevel: "autonomous", scopes: new Set(["sessions.control"]), admin: false });
+  const part = (session: string, callID: string, input: unknown) => ({ type: "tool", sessionID: session, callID, tool: "a2a_buffer", state: { status: "running", input } });
+  /** OpenCode's latest messages per session (what the attribution reads first); the event stream stays silent. */
+  function attribution(parts: Record<string, unknown[]>): CallAttribution {
+    const upstream = { call: async (_op: string, _invoke: unknown, opts: { sessionId?: string }) => [{ parts: parts[opts.sessionId ?? ""] ?? [] }] };
+    const hub = { subscribe: () => ({ ready: async () => undefined, next: () => new Promise(() => undefined), close: () => undefined }) };
+    const callers = ["ses_alice", "ses_bob"].map((sessionId) => ({ sessionId, principal: principal(sessionId.slice(4)), routing: {} }));
+    return new CallAttribution({ callers: () => callers, hub: hub as never, upstream: upstream as never, waitMs: 50 });
+  }
+
+  it("two sessions with the same running call at once: given up (rivals named), the claim released", async () => {
+    const parts = { ses_alice: [part("ses_alice", "c1", {})], ses_bob: [part("ses_bob", "c2", {})] };
+    const found = await attribution(parts).attribute("buffer", {}, undefined, true);
+    expect(found?.sessionId).toBe("ses_alice");
+    expect(found?.rivals).toEqual(["ses_bob"]);
+    // without `exclusive` (a2a_call: the answer does not depend on the session) the first match stands
+    expect((await attribution(parts).attribute("buffer", {}))?.rivals).toBeUndefined();
+  });
+
+  it("one session with the call: matched, and that part never vouches twice", async () => {
+    const one = attribution({ ses_alice: [part("ses_alice", "c1", { accept: "oldest" })], ses_bob: [part("ses_bob", "c2", {})] });
+    const found = await one.attribute("buffer", { accept: "oldest" }, undefined, true);
+    expect(found).toMatchObject({ sessionId: "ses_alice", callId: "c1", caller: { principal: { id: "alice" } } });
+    expect(found?.rivals).toBeUndefined();
+    expect(await one.attribute("buffer", { accept: "oldest" }, undefined, true)).toBeUndefined();
   });
 });

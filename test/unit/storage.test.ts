@@ -18,6 +18,7 @@ import {
   parseStoreBackend,
   parseStoreUrl,
   readSchemaVersion,
+  redactUrl,
   SCHEMA_NAME,
   sessionRecordsView,
   sessionScopeKey,
@@ -706,6 +707,17 @@ describe("store URL and backend", () => {
       expect(message).toContain("bob:***@db.example");
       expect(message).not.toContain("hunter2");
     }
+  });
+
+  it.each([
+    ["postgres://bob:s3cr%40t@db:5432/x", "postgres://bob:***@db:5432/x"],
+    ["postgres://bob:p@ss@h/db", "postgres://bob:***@h/db"],
+    ["postgres://bob:a/b@h/db", "postgres://bob:***@h/db"],
+    ["postgres://h/db?password=hunter2&x=1", "postgres://h/db?password=***&x=1"],
+    ["postgresql://bob@db/x", "postgresql://bob@db/x"],
+    ["sqlite:///a@b.db", "sqlite:///a@b.db"],
+  ])("redactUrl(%j) hides the password", (url, shown) => {
+    expect(redactUrl(url)).toBe(shown);
   });
 
   it("parses the backend", () => {

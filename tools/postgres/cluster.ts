@@ -1,19 +1,21 @@
 // A throwaway PostgreSQL cluster on 127.0.0.1 for the tests and benchmarks (issue 22): initdb into a fresh temporary
-// directory, started with pg_ctl on a free port, trust authentication for the `postgres` role, no fsync, listening
-// on loopback only (and a socket in the same directory); stop() shuts it down at once and removes the directory.
+// directory, started with pg_ctl on a free port, the `postgres` role with a random password (scram-sha-256: another
+// local user cannot connect as the superuser while it runs), no fsync, listening on loopback only (and a socket in
+// the same 0700 directory); stop() shuts it down at once and removes the directory.
 // PostgreSQL refuses to run as root, so when the caller is root the cluster runs as the system user `a2a-pg`
 // (created once, no home, no login shell). The binaries come from PATH or Debian's /usr/lib/postgresql/<version>/bin
 // (`.ci/postgres.sh` installs the package in CI).
 //
 //   npx tsx tools/postgres/cluster.ts    starts one, prints its URL, and stops it on Ctrl-C
 import { execFileSync, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 
 export interface Cluster {
-  /** postgres://postgres@127.0.0.1:<port>/postgres */
+  /** postgres://postgres:<password>@127.0.0.1:<port>/postgres */
   url: string;
   port: number;
   /** The server's log file (for a failing test's report). */
@@ -70,24 +72,38 @@ export async function startCluster(): Promise<Cluster> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-pg-"));
   const data = path.join(dir, "data");
   const log = path.join(dir, "server.log");
+  let owner: { uid: number; gid: number } | undefined;
   if (process.getuid?.() === 0) {
     ensureSystemUser();
-    const { uid, gid } = { uid: Number(execFileSync("id", ["-u", SYSTEM_USER]).toString()), gid: Number(execFileSync("id", ["-g", SYSTEM_USER]).toString()) };
-    fs.chownSync(dir, uid, gid);
+    owner = { uid: Number(execFileSync("id", ["-u", SYSTEM_USER]).toString()), gid: Number(execFileSync("id", ["-g", SYSTEM_USER]).toString()) };
+    fs.chownSync(dir, owner.uid, owner.gid);
   }
   fs.chmodSync(dir, 0o700);
   const port = await freePort();
+  const password = randomBytes(18).toString("base64url");
+  const pwfile = path.join(dir, "pwfile");
+  fs.writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
+  if (owner !== undefined) fs.chownSync(pwfile, owner.uid, owner.gid);
   try {
-    run(bin, "initdb", ["-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions"]);
+    run(bin, "initdb", ["-D", data, "-U", "postgres", "--auth=scram-sha-256", `--pwfile=${pwfile}`, "--encoding=UTF8", "--no-sync", "--no-instructions"]);
+    fs.rmSync(pwfile);
     const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
     run(bin, "pg_ctl", ["-D", data, "-l", log, "-w", "-t", "60", "-o", options, "start"]);
   } catch (error) {
+    // A server that forked before pg_ctl gave up must not outlive its directory.
+    if (fs.existsSync(path.join(data, "postmaster.pid"))) {
+      try {
+        run(bin, "pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+      } catch {
+        // not running after all
+      }
+    }
     fs.rmSync(dir, { recursive: true, force: true });
     throw error;
   }
   let stopped = false;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     port,
     log,
     stop() {

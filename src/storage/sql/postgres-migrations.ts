@@ -1,6 +1,6 @@
 // The PostgreSQL schema, version by version (./postgres.ts applies the pending ones in one transaction). Tables and
 // columns are named as in SQLite (src/storage/migrations.ts) so one Kysely store serves both; 64-bit integers are
-// BIGINT, flags SMALLINT 0/1.
+// BIGINT, flags SMALLINT 0/1, and text that orders results is COLLATE "C" (byte order, as SQLite compares).
 export interface PostgresMigration {
   version: number;
   description: string;
@@ -13,7 +13,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     description: "messages between OpenCode sessions (seed 002)",
     sql: `
 CREATE TABLE IF NOT EXISTS a2a_session_messages (
-  id           TEXT PRIMARY KEY,
+  id           TEXT COLLATE "C" PRIMARY KEY,
   owner        TEXT NOT NULL,
   created_at   BIGINT NOT NULL,
   updated_at   BIGINT NOT NULL,
