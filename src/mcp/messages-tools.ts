@@ -24,7 +24,7 @@ import { A2AError, invalidPayload, toA2AError } from "../contract/errors.js";
 import { validate } from "../contract/validate.js";
 import type { MessageService } from "../messages/service.js";
 import { jsonRpcError } from "../protocol/errors.js";
-import type { ProtocolLine } from "../contract/catalog.js";
+import { catalog, type ProtocolLine } from "../contract/catalog.js";
 import { toolSchema } from "./schemas.js";
 
 /**
@@ -36,8 +36,15 @@ export const ERROR_META = "opencode-a2a/error";
 /** How often a send awaiting its reply reports that it still waits. */
 export const HEARTBEAT_MS = 15_000;
 
-/** The scope each tool needs of the principal it acts for (the scopes of the matching A2A methods). */
-export const TOOL_SCOPES: Record<MessagesTool, string> = { "list-session": "sessions.read", "send-message": "sessions.control", buffer: "sessions.control" };
+/** The A2A method each tool is: its scope (spec/, `@scope`) is what the tool needs of the principal it acts for. */
+const METHODS: Record<MessagesTool, string> = { "list-session": "opencode.messages.list_sessions", "send-message": "opencode.messages.send", buffer: "opencode.messages.buffer" };
+
+/** The scope a tool needs, from the contract's catalog. */
+export function toolScope(name: MessagesTool): string {
+  const scope = catalog.methods.find((m) => m.name === METHODS[name])?.scope;
+  if (scope === undefined || scope === null) throw new Error(`${METHODS[name]} declares no scope`);
+  return scope;
+}
 
 const INPUTS: Record<MessagesTool, string> = { "list-session": "ListSessionToolInput", "send-message": "SendMessageToolInput", buffer: "BufferToolInput" };
 const OUTPUTS: Record<MessagesTool, string> = { "list-session": "MessagesListSessionsResult", "send-message": "MessagesSendResult", buffer: "MessagesBufferResult" };
@@ -169,7 +176,7 @@ export class MessagingTools {
     progress?: (line: string) => void,
   ): Promise<CallToolResult> {
     try {
-      const scope = TOOL_SCOPES[name];
+      const scope = toolScope(name);
       if (!actor.principal.scopes.has(scope)) throw new A2AError("SCOPE_INSUFFICIENT", `${name} needs the ${scope} scope of the principal it acts for`, { required: [scope] });
       const routing = actor.routing ?? this.deps.rootRouting;
       const sender = { principal: actor.principal, ...(actor.sessionId === undefined ? {} : { session: actor.sessionId }) };

@@ -15,17 +15,6 @@ export const TURN_END_TYPES: ReadonlySet<string> = new Set(["session.idle", "ses
  * ended first or the subscription failed (e.g. it overflowed: UPSTREAM_BACKPRESSURE). Never rejects.
  */
 export async function turnEnded(sub: Subscription, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
-  if (signal?.aborted === true) {
-    sub.close();
-    return false;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const stop = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-    onAbort = () => resolve(false);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
   const idle = (async (): Promise<boolean> => {
     for await (const item of sub) {
       if (item.type !== "event") continue;
@@ -33,12 +22,10 @@ export async function turnEnded(sub: Subscription, timeoutMs: number, signal?: A
       if (e.type === "session.idle" || (e.type === "session.status" && e.properties?.status?.type === "idle")) return true;
     }
     return false;
-  })().catch(() => false);
+  })();
   try {
-    return await Promise.race([idle, stop]);
+    return (await within(idle, timeoutMs, signal)) ?? false;
   } finally {
-    clearTimeout(timer);
-    if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
     sub.close();
   }
 }
