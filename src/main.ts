@@ -55,7 +55,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   // file or database path never leaves a managed OpenCode behind.
   const credentials = credentialRegistry(config, catalog, log);
   const policies = config.governancePoliciesFile === undefined ? undefined : await openGovernancePolicies(config.governancePoliciesFile, catalog, log.child({ component: "governance" }));
-  const storage = openConfiguredStorage(config);
+  const storage = await openConfiguredStorage(config);
   // A background failure nobody awaited is logged; it never takes the process (and every client) down.
   process.on("unhandledRejection", (reason) => {
     log.error({ err: reason instanceof Error ? reason.message : String(reason), stack: reason instanceof Error ? reason.stack : undefined }, "unhandled rejection (ignored)");
@@ -87,7 +87,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
       server.listen(config.port, config.host, () => resolve());
     });
   } catch (err) {
-    storage.close();
+    await storage.close();
     throw err;
   }
   const address = server.address() as AddressInfo;
@@ -101,7 +101,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   } catch (err) {
     built(undefined);
     server.close();
-    storage.close();
+    await storage.close();
     throw err;
   }
   const gateway = await createGateway(config, log, { upstream, credentials, storage, ...(policies === undefined ? {} : { policies }) });
@@ -168,11 +168,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
       // The gateway first (live turns stop as they are, push delivery stops, the audit log is flushed), then the
       // store and the upstream link: ending the event stream under running turns would fail their tasks.
       await gateway.close().catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "gateway close failed"));
-      try {
-        storage.close();
-      } catch (err) {
-        log.error({ err: err instanceof Error ? err.message : String(err) }, "store close failed");
-      }
+      await storage.close().catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "store close failed"));
       await upstream.stop().catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "upstream stop failed"));
       process.exit(0);
     })();
@@ -195,9 +191,9 @@ function loopbackUrl(address: AddressInfo, log: { warn(obj: object, msg: string)
 }
 
 /** The store A2A_TASK_STORE_BACKEND / A2A_TASK_STORE_DATABASE_URL name; a path that cannot be opened is a configuration error. */
-function openConfiguredStorage(config: Config): Storage {
+async function openConfiguredStorage(config: Config): Promise<Storage> {
   try {
-    return openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
+    return await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
   } catch (err) {
     if (err instanceof StorageError) {
       const message = err.message.includes(TASK_STORE_URL_VARIABLE) ? err.message : `${TASK_STORE_URL_VARIABLE}=${JSON.stringify(config.taskStoreUrl)}: ${err.message}`;

@@ -184,7 +184,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   metrics.readAtScrape("a2a_auth_refused_total", "Requests refused per client address before authentication (A2A_AUTH_FAILURE_LIMIT, A2A_UNAUTHENTICATED_RATE_LIMIT)", () => guard.refused);
   metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
   if (deps.upstream !== undefined) {
-    storage ??= openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
+    storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
     const upstream = deps.upstream;
     const modelLog = log.child({ component: "model" });
     model = new ModelMonitor(upstream.client, (check, previous) => {
@@ -383,7 +383,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       await push?.stop();
       recorder.close();
       await mcp?.close();
-      if (ownsStorage) storage?.close();
+      if (ownsStorage) await storage?.close();
       await stopSpanExport?.();
     },
   };

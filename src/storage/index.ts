@@ -1,21 +1,21 @@
 // The persistence entry point: openStorage() gives the task store, session store, push config store, interrupt
-// registry store, audit log, subtask calls and governance trail of one backend — "sqlite"
-// (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite file or :memory:) or "memory" (process-local
-// maps) — plus close(), which checkpoints and closes the SQLite file.
-import { MemoryAuditStore, SqliteAuditStore, type AuditStore } from "./audit.js";
+// registry store, audit log, subtask calls, governance trail and session messages of one backend — "sqlite"
+// (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite file or :memory:) or "memory" (the same
+// stores on a private in-memory SQLite database) — plus close(), which checkpoints and closes the SQLite file.
+import { SqliteAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
-import { MemoryGovernanceStore, SqliteGovernanceStore, type GovernanceStore } from "./governance.js";
-import { MemoryMessageStore, SqlMessageStore, type MessageStore } from "./messages.js";
+import { SqliteGovernanceStore, type GovernanceStore } from "./governance.js";
+import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
 import type { SqlSchema } from "./sql/schema.js";
-import { MemoryInterruptStore, SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
-import { MemoryPushConfigStore, SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
-import { MemoryPushOutboxStore, SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
-import { MemorySessionStore, SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
-import { MemorySubtaskCallStore, SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
-import { MemoryTaskStore, SqliteTaskStore, type TaskStore } from "./tasks.js";
-import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError } from "../config/store-url.js";
+import { SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
+import { SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
+import { SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
+import { SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
+import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
+import { SqliteTaskStore, type TaskStore } from "./tasks.js";
+import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError, type StoreLocation } from "../config/store-url.js";
 
 export type StoreBackend = "sqlite" | "memory";
 
@@ -58,9 +58,11 @@ export interface Storage {
   governance: GovernanceStore;
   /** Messages between OpenCode sessions (seed 002). */
   messages: MessageStore;
-  /** The SQLite database (sqlite backend only): diagnostics and fault-injection tests. */
+  /** The query builder every SQL store runs on (SQLite: the same connection as `database`). */
+  sql: Kysely<SqlSchema>;
+  /** The SQLite database (sqlite and memory backends): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** A2A_TASK_STORE_BACKEND: "database" (seed 000's name) or "sqlite" → sqlite, "memory" → memory; default sqlite. */
@@ -72,33 +74,18 @@ export function parseStoreBackend(value: string | undefined): StoreBackend {
 }
 
 /** Open the store. Throws StorageError for a bad URL, an unsafe file or a schema newer than this build. */
-export function openStorage(options: StorageOptions): Storage {
+export async function openStorage(options: StorageOptions): Promise<Storage> {
   const now = options.now ?? Date.now;
-  if (options.backend === "memory") {
-    return {
-      backend: "memory",
-      description: "memory",
-      tasks: new MemoryTaskStore(),
-      sessions: new MemorySessionStore(now),
-      pushConfigs: new MemoryPushConfigStore(),
-      pushOutbox: new MemoryPushOutboxStore(now),
-      atomically: (fn) => fn(),
-      interrupts: new MemoryInterruptStore(now),
-      audit: new MemoryAuditStore(),
-      subtaskCalls: new MemorySubtaskCallStore(),
-      governance: new MemoryGovernanceStore(),
-      messages: new MemoryMessageStore(),
-      close: () => {},
-    };
-  }
-  const location = parseStoreUrl(options.url ?? DEFAULT_TASK_STORE_DATABASE_URL, options.cwd);
+  // The memory backend is the same stores on a private in-memory SQLite database: one implementation, one behaviour.
+  const location: StoreLocation = options.backend === "memory" ? { kind: "memory" } : parseStoreUrl(options.url ?? DEFAULT_TASK_STORE_DATABASE_URL, options.cwd);
   const db: StoreDatabase = openDatabase(location, options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs });
   try {
     // The stores written once with Kysely run on the same connection (./sql/sqlite-dialect.ts).
     const sql = new Kysely<SqlSchema>({ dialect: sqliteDialect(db) });
     return {
-      backend: "sqlite",
-      description: describeStoreLocation(location),
+      backend: options.backend,
+      description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
+      sql,
       tasks: new SqliteTaskStore(db, options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
       sessions: new SqliteSessionStore(db, now),
       pushConfigs: new SqlitePushConfigStore(db, now),
@@ -110,7 +97,7 @@ export function openStorage(options: StorageOptions): Storage {
       governance: new SqliteGovernanceStore(db),
       messages: new SqlMessageStore(sql),
       database: db,
-      close: () => db.close(),
+      close: async () => db.close(),
     };
   } catch (err) {
     db.close();

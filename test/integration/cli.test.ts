@@ -210,7 +210,7 @@ describe("opencode-a2a serve stopped by SIGTERM", () => {
         db.close();
       }
       // A new gateway on the same store fails the task it cannot continue.
-      const storage = openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
+      const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
       try {
         const failed = new TaskRuntime({ store: storage.tasks, log: { info() {}, warn() {}, error() {}, debug() {} } } as never).failOrphans();
         expect(failed).toBe(1);

@@ -311,7 +311,7 @@ async function closedPort(): Promise<number> {
 /** A gateway whose OpenCode is a closed port, on a store the test can seed (sessions, interrupt bindings). */
 async function startDownGateway(): Promise<typeof down> {
   const port = await closedPort();
-  const storage = openStorage({ backend: "memory" });
+  const storage = await openStorage({ backend: "memory" });
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

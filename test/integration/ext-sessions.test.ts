@@ -483,7 +483,7 @@ describe("owner guard, shell toggle and payload privacy", () => {
 
   beforeAll(async () => {
     stub = await startStubUpstream({ directory: workspace, sharing: true });
-    storage = openStorage({ backend: "memory" });
+    storage = await openStorage({ backend: "memory" });
     server = http.createServer();
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -22,7 +22,7 @@ describe.each(["sqlite", "memory"] as const)("store faults on the %s backend", (
   let fault: StoreFault;
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-store-fault-"));
-    const storage = openStorage(backend === "sqlite" ? { backend, url: `sqlite:///${path.join(dir, "tasks.db")}` } : { backend });
+    const storage = await openStorage(backend === "sqlite" ? { backend, url: `sqlite:///${path.join(dir, "tasks.db")}` } : { backend });
     fault = storeFault(storage);
     g = await startTaskGateway({}, {}, { storage: fault.storage });
   });

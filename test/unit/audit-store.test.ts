@@ -59,8 +59,8 @@ const backends = [
 describe.each(backends)("audit store ($name)", ({ open }) => {
   let storage: Storage;
   let audit: AuditStore;
-  beforeEach(() => {
-    storage = open();
+  beforeEach(async () => {
+    storage = await open();
     audit = storage.audit;
   });
   afterEach(() => storage.close());
@@ -251,12 +251,12 @@ describe("audit store specifics", () => {
     expect(store.list({}, 1).entries[0]!.method).toBe("message/send");
   });
 
-  it("SQLite entries survive a reopen", () => {
+  it("SQLite entries survive a reopen", async () => {
     const file = freshFile();
-    const first = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const first = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     first.audit.append([entry({ task_id: "durable" })]);
     first.close();
-    const second = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const second = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
       expect(second.audit.list({ task_id: "durable" }, 10).entries).toHaveLength(1);
     } finally {
@@ -310,7 +310,7 @@ describe("audit store specifics", () => {
     }
   });
 
-  it("a v2 database file opened by this build gains the audit log and keeps its data", () => {
+  it("a v2 database file opened by this build gains the audit log and keeps its data", async () => {
     const file = freshFile();
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     const raw = pinDatabase(new Database(file));
@@ -318,7 +318,7 @@ describe("audit store specifics", () => {
     prepare(raw, "INSERT INTO a2a_store_meta (key, value) VALUES ('k', 'v')").run();
     raw.close();
     fs.chmodSync(file, 0o600);
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
       storage.audit.append([entry({ task_id: "after-upgrade" })]);
       expect(storage.audit.list({}, 10).entries.map((e) => e.task_id)).toEqual(["after-upgrade"]);
@@ -334,8 +334,8 @@ describe("audit store specifics", () => {
     }
   });
 
-  it("turns a failure of the database into TASK_STORE_UNAVAILABLE", () => {
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(freshFile()) });
+  it("turns a failure of the database into TASK_STORE_UNAVAILABLE", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(freshFile()) });
     storage.close();
     for (const [operation, fn] of [
       ["audit.append", () => storage.audit.append([entry()])],

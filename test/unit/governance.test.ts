@@ -31,14 +31,14 @@ const decision = (requestId: string, source: string): TrailDecision => ({
   metadata: { via: "policy" },
 });
 
-const backends: [string, (now: () => number) => Storage][] = [
+const backends: [string, (now: () => number) => Promise<Storage>][] = [
   ["memory", (now) => openStorage({ backend: "memory", now })],
   ["sqlite", (now) => openStorage({ backend: "sqlite", url: `sqlite:///${fresh()}`, now })],
 ];
 
 describe.each(backends)("%s governance store", (_name, open) => {
-  it("keeps one decision per request, in order, per task, with the summary of the newest", () => {
-    const s = open(Date.now);
+  it("keeps one decision per request, in order, per task, with the summary of the newest", async () => {
+    const s = await open(Date.now);
     expect(s.governance.trail("t1")).toEqual({ decisions: [], feedback: [] });
     expect(s.governance.decisionSummary("t1")).toEqual({ count: 0 });
     expect(s.governance.addDecision("t1", "alice", decision("r1", "policy:a"))).toBe(true);
@@ -67,9 +67,9 @@ describe.each(backends)("%s governance store", (_name, open) => {
     s.close();
   });
 
-  it("lists a task's bindings and the ones past their TTL", () => {
+  it("lists a task's bindings and the ones past their TTL", async () => {
     let now = 1_000_000;
-    const s = open(() => now);
+    const s = await open(() => now);
     const binding = (requestId: string, taskId: string) => ({ requestId, type: "permission" as const, owner: "alice", sessionId: "s", taskId, contextId: "c", details: {}, routing: {} });
     s.interrupts.add(binding("a", "t1"), 10, 600);
     now += 5_000;
@@ -84,12 +84,12 @@ describe.each(backends)("%s governance store", (_name, open) => {
   });
 });
 
-it("the SQLite trail survives a reopen", () => {
+it("the SQLite trail survives a reopen", async () => {
   const file = fresh();
-  const first = openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
+  const first = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
   first.governance.addDecision("t1", "alice", decision("r1", "policy:a"));
   first.close();
-  const again = openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
+  const again = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
   expect(again.governance.trail("t1").decisions).toEqual([decision("r1", "policy:a")]);
   expect(again.governance.addDecision("t1", "alice", decision("r1", "expired"))).toBe(false);
   again.close();

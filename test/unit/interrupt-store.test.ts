@@ -52,9 +52,9 @@ const backends = [
 describe.each(backends)("interrupt store ($name)", ({ open }) => {
   let clock = T0;
   let storage: Storage;
-  beforeEach(() => {
+  beforeEach(async () => {
     clock = T0;
-    storage = open(() => clock);
+    storage = await open(() => clock);
   });
   afterEach(() => storage.close());
 
@@ -170,16 +170,16 @@ describe.each(backends)("interrupt store ($name)", ({ open }) => {
 });
 
 describe("interrupt store (sqlite only)", () => {
-  it("survives a reopen (gateway restart): live bindings and tombstones alike", () => {
+  it("survives a reopen (gateway restart): live bindings and tombstones alike", async () => {
     const file = freshFile();
     let clock = T0;
-    const first = openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
+    const first = await openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
     first.interrupts.add(interrupt("per_1"), TTL, TOMBSTONE);
     first.interrupts.add(interrupt("que_1", { type: "question", details: { questions: [{ question: "Q?" }] } }), 10, TOMBSTONE);
     first.close();
 
     clock = T0 + 20_000;
-    const second = openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
+    const second = await openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
     try {
       expect(second.interrupts.lookup("per_1", "alice")).toMatchObject({ status: "live", record: { details: interrupt("per_1").details, routing: { directory: "/srv/work" } } });
       expect(second.interrupts.lookup("que_1", "alice").status).toBe("expired");
@@ -226,8 +226,8 @@ describe("interrupt store (sqlite only)", () => {
     }
   });
 
-  it("turns a failure of the database into TASK_STORE_UNAVAILABLE", () => {
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(freshFile()) });
+  it("turns a failure of the database into TASK_STORE_UNAVAILABLE", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(freshFile()) });
     storage.close();
     let caught: unknown;
     try {

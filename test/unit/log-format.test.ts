@@ -64,7 +64,7 @@ describe("start-up summary", () => {
     const env = { A2A_BEARER_TOKEN: TEST_TOKEN, OPENCODE_BASE_URL: stub.url, A2A_TASK_STORE_DATABASE_URL: url, A2A_PUBLIC_URL: "https://a2a.example.com" };
     const config = loadConfig(env);
     const upstream = await startUpstream(config, pino({ level: "silent" }));
-    const storage = openStorage({ backend: "sqlite", url });
+    const storage = await openStorage({ backend: "sqlite", url });
     try {
       const sink = new Capture();
       await logStartupSummary(createLogger("info", sink), config, storage, upstream, ["0.3", "1.0"]);
@@ -81,7 +81,7 @@ describe("start-up summary", () => {
       expect(line.store.durability).toMatch(/^sqlite file \(.*tasks\.db\), journal WAL/);
       expect(line.msg).toContain("OpenCode external 9.8.7");
 
-      const memory = openStorage({ backend: "memory" });
+      const memory = await openStorage({ backend: "memory" });
       const summary = await startupSummary(config, memory, upstream, ["1.0"]);
       expect(summary.store).toMatchObject({ backend: "memory", url: undefined });
       expect(summary.store.durability).toMatch(/^memory \(ephemeral/);

@@ -38,9 +38,9 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
   let clock: number;
   let storage: Storage;
   let outbox: PushOutboxStore;
-  beforeEach(() => {
+  beforeEach(async () => {
     clock = T0;
-    storage = open(() => clock);
+    storage = await open(() => clock);
     outbox = storage.pushOutbox;
   });
   afterEach(() => storage.close());
@@ -296,10 +296,10 @@ describe.each(backends)("push outbox ($name)", ({ open }) => {
 });
 
 describe("push outbox (sqlite only)", () => {
-  it("entries survive closing and reopening the store", () => {
+  it("entries survive closing and reopening the store", async () => {
     const file = freshFile();
     let clock = T0;
-    const first = openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
+    const first = await openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
     first.pushOutbox.enqueue([item("t1", "c1", 1), item("t1", "c1", 2), item("t2", "c1", 3)]);
     const [head] = first.pushOutbox.due(clock, 10, NONE);
     first.pushOutbox.reschedule(head!.id, 2, T0 + 500, "HTTP 502");
@@ -307,7 +307,7 @@ describe("push outbox (sqlite only)", () => {
     first.close();
 
     clock = T0 + 10_000;
-    const second = openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
+    const second = await openStorage({ backend: "sqlite", url: dbUrl(file), now: () => clock });
     try {
       expect(second.pushOutbox.size()).toBe(3);
       expect(second.pushOutbox.due(T0 + 500, 10, NONE)).toEqual(before);
@@ -323,8 +323,8 @@ describe("push outbox (sqlite only)", () => {
     }
   });
 
-  it("ids are not reused after the newest entry is removed (the queue order stays the enqueue order)", () => {
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(freshFile()), now: () => T0 });
+  it("ids are not reused after the newest entry is removed (the queue order stays the enqueue order)", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(freshFile()), now: () => T0 });
     try {
       storage.pushOutbox.enqueue([item("t1", "c1", 1)]);
       const [a] = storage.pushOutbox.due(T0, 1, NONE);
@@ -337,8 +337,8 @@ describe("push outbox (sqlite only)", () => {
     }
   });
 
-  it("atomically rolls back an enqueue when the callback throws", () => {
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(freshFile()), now: () => T0 });
+  it("atomically rolls back an enqueue when the callback throws", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(freshFile()), now: () => T0 });
     try {
       storage.pushOutbox.enqueue([item("t0", "c1", 0)]);
       const boom = new A2AError("INVALID_PARAMS", "boom");
@@ -367,12 +367,12 @@ describe("push outbox (sqlite only)", () => {
     }
   });
 
-  it("held entries survive closing and reopening the store", () => {
+  it("held entries survive closing and reopening the store", async () => {
     const file = freshFile();
-    const first = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const first = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     first.pushOutbox.enqueue([{ ...item("t1", "c1", "night"), heldUntil: T0 + 5000, coalesceKey: "a2a" }], T0);
     first.close();
-    const second = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const second = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
       expect(second.pushOutbox.due(T0 + 4999, 10, NONE)).toEqual([]);
       expect(second.pushOutbox.nextDueAt(NONE, T0)).toBe(T0 + 5000);
@@ -383,9 +383,9 @@ describe("push outbox (sqlite only)", () => {
     }
   });
 
-  it("is created by migration 5 with its queue index", () => {
+  it("is created by migration 5 with its queue index", async () => {
     const file = freshFile();
-    openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
+    await (await openStorage({ backend: "sqlite", url: dbUrl(file) })).close();
     const db = pinDatabase(new Database(file, { readonly: true }));
     try {
       const names = (prepare(db, "SELECT name FROM sqlite_master WHERE tbl_name = 'a2a_push_outbox'").all() as { name: string }[]).map((r) => r.name);

@@ -99,9 +99,9 @@ interface Harness {
 
 const harnesses: Harness[] = [];
 
-function harness(opts: Partial<PushOptions> = {}, randomValue = 0.5): Harness {
+async function harness(opts: Partial<PushOptions> = {}, randomValue = 0.5): Promise<Harness> {
   let clock = T0;
-  const storage = openStorage({ backend: "memory", now: () => clock });
+  const storage = await openStorage({ backend: "memory", now: () => clock });
   const sender = new FakeSender();
   const metrics = new Metrics({ defaultMetrics: false });
   const tasks = new Map<string, Task>();
@@ -184,8 +184,8 @@ afterEach(async () => {
 // ---- configs ---------------------------------------------------------------------------------------------------
 
 describe("PushService configs", () => {
-  it("0.3: a config without id is named after its task; get with the task id alone finds it", () => {
-    const h = harness();
+  it("0.3: a config without id is named after its task; get with the task id alone finds it", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     const set = h.service.set(alice, "0.3", input("t1", { url: "https://Hooks.Example.com/a", token: "tok" }));
     expect(set).toEqual({ id: "t1", taskId: "t1", url: "https://hooks.example.com/a", token: "tok", createdAt: new Date(T0).toISOString() });
@@ -196,8 +196,8 @@ describe("PushService configs", () => {
     expect(h.storage.pushConfigs.get("t1", "t1")?.line).toBe("0.3");
   });
 
-  it("1.0: a config without id gets a fresh uuid each time", () => {
-    const h = harness();
+  it("1.0: a config without id gets a fresh uuid each time", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     const a = h.service.set(alice, "1.0", input("t1"));
     const b = h.service.set(alice, "1.0", input("t1", { url: URL_B }));
@@ -208,15 +208,15 @@ describe("PushService configs", () => {
     expect(h.storage.pushConfigs.get("t1", a.id)?.line).toBe("1.0");
   });
 
-  it("keeps an explicit id on either line", () => {
-    const h = harness();
+  it("keeps an explicit id on either line", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     expect(h.service.set(alice, "0.3", input("t1", { id: "mine" })).id).toBe("mine");
     expect(h.service.set(alice, "1.0", input("t1", { id: "yours" })).id).toBe("yours");
   });
 
-  it("never shows the internal line and access tags in set, get or list results", () => {
-    const h = harness();
+  it("never shows the internal line and access tags in set, get or list results", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     const results = [
       h.service.set(alice, "0.3", input("t1", { authentication: { schemes: ["Bearer"], credentials: "c" } })),
@@ -232,8 +232,8 @@ describe("PushService configs", () => {
     }
   });
 
-  it("get without id: the config named after the task, else the first one", () => {
-    const h = harness();
+  it("get without id: the config named after the task, else the first one", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "first", url: URL_A }));
     h.service.set(alice, "1.0", input("t1", { id: "second", url: URL_B }));
@@ -242,16 +242,16 @@ describe("PushService configs", () => {
     expect(h.service.get(alice, { taskId: "t1" })).toMatchObject({ id: "t1", url: URL_B });
   });
 
-  it("get of a missing config is TASK_NOT_FOUND naming it", () => {
-    const h = harness();
+  it("get of a missing config is TASK_NOT_FOUND naming it", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     expectA2AError(() => h.service.get(alice, { taskId: "t1" }), "TASK_NOT_FOUND", { task_id: "t1" });
     const e = expectA2AError(() => h.service.get(alice, { taskId: "t1", id: "nope" }), "TASK_NOT_FOUND", { task_id: "t1", push_notification_config_id: "nope" });
     expect(e.message).toMatch(/nope/);
   });
 
-  it("an unknown (or invisible) task is TASK_NOT_FOUND for every method, and nothing is stored", () => {
-    const h = harness();
+  it("an unknown (or invisible) task is TASK_NOT_FOUND for every method, and nothing is stored", async () => {
+    const h = (await harness());
     expectA2AError(() => h.service.set(alice, "0.3", input("ghost")), "TASK_NOT_FOUND", { task_id: "ghost" });
     expectA2AError(() => h.service.get(alice, { taskId: "ghost" }), "TASK_NOT_FOUND");
     expectA2AError(() => h.service.list(alice, "ghost"), "TASK_NOT_FOUND");
@@ -259,8 +259,8 @@ describe("PushService configs", () => {
     expect(h.storage.pushConfigs.has("ghost")).toBe(false);
   });
 
-  it("delete removes the config and is idempotent", () => {
-    const h = harness();
+  it("delete removes the config and is idempotent", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     const a = h.service.set(alice, "1.0", input("t1", { id: "a" }));
     h.service.set(alice, "1.0", input("t1", { id: "b" }));
@@ -272,8 +272,8 @@ describe("PushService configs", () => {
     expectA2AError(() => h.service.get(alice, { taskId: "t1", id: "a" }), "TASK_NOT_FOUND");
   });
 
-  it("refuses an invalid config with INVALID_PARAMS naming the field for the line, storing nothing", () => {
-    const h = harness();
+  it("refuses an invalid config with INVALID_PARAMS naming the field for the line, storing nothing", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     expectA2AError(() => h.service.set(alice, "0.3", input("t1", { url: "ftp://example.com/" })), "INVALID_PARAMS", { field: "pushNotificationConfig.url" });
     expectA2AError(() => h.service.set(alice, "0.3", input("t1", { url: "http://127.0.0.1:8080/" })), "INVALID_PARAMS", { field: "pushNotificationConfig.url" });
@@ -287,14 +287,14 @@ describe("PushService configs", () => {
     expect(h.service.list(alice, "t1")).toEqual([]);
   });
 
-  it("accepts private targets when allowPrivateNetworks is on", () => {
-    const h = harness({ allowPrivateNetworks: true });
+  it("accepts private targets when allowPrivateNetworks is on", async () => {
+    const h = (await harness({ allowPrivateNetworks: true }));
     h.tasks.set("t1", makeTask("t1"));
     expect(h.service.set(alice, "1.0", input("t1", { url: "http://127.0.0.1:8080/hook" })).url).toBe("http://127.0.0.1:8080/hook");
   });
 
-  it("enforces the per-task config limit, but replacing an existing id at the limit is allowed", () => {
-    const h = harness({ maxConfigsPerTask: 2 });
+  it("enforces the per-task config limit, but replacing an existing id at the limit is allowed", async () => {
+    const h = (await harness({ maxConfigsPerTask: 2 }));
     h.tasks.set("t1", makeTask("t1"));
     h.tasks.set("t2", makeTask("t2"));
     h.service.set(alice, "1.0", input("t1", { id: "a" }));
@@ -325,7 +325,7 @@ describe("PushService quiet hours and event filters (the clock at 00:00 UTC, ins
   const states = (h: Harness) => h.sender.bodies().map((b) => (b as { status?: { state: string } }).status?.state);
 
   it("a2a: held and coalesced to the latest state; an input-required change is sent at once and replaces what was held", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "submitted"));
     h.service.set(alice, "0.3", input("t1", QUIET));
     h.service.start();
@@ -350,7 +350,7 @@ describe("PushService quiet hours and event filters (the clock at 00:00 UTC, ins
   });
 
   it("events: one coalesced status_change from the first to the last state, the latest message, input_required at once", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
     h.service.set(alice, "0.3", input("t1", { ...QUIET, payloadFormat: "events" }));
     h.service.start();
@@ -371,7 +371,7 @@ describe("PushService quiet hours and event filters (the clock at 00:00 UTC, ins
   });
 
   it("enabledEvents: an a2a config is sent only the state changes whose events it enabled", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
     h.service.set(alice, "0.3", input("t1", { enabledEvents: ["input_required"] }));
     h.service.start();
@@ -385,7 +385,7 @@ describe("PushService quiet hours and event filters (the clock at 00:00 UTC, ins
 
 describe("PushService notifications", () => {
   it("changed() queues one notification per config, shaped for its line, and sends them with their headers", async () => {
-    const h = harness();
+    const h = (await harness());
     const task = makeTask("t1", "working");
     h.tasks.set("t1", task);
     h.service.set(alice, "0.3", input("t1", { url: URL_A, token: "tok-03", authentication: { schemes: ["Bearer", "Basic"], credentials: "cred-03" } }));
@@ -422,7 +422,7 @@ describe("PushService notifications", () => {
   });
 
   it("1.0: the terminal notification is the whole task; 0.3 is the task either way", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
     h.service.set(alice, "0.3", input("t1", { url: URL_A }));
     h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_B }));
@@ -441,7 +441,7 @@ describe("PushService notifications", () => {
   });
 
   it("1.0: a non-terminal change sends the given status-update event", async () => {
-    const h = harness();
+    const h = (await harness());
     const task = makeTask("t1", "input-required");
     h.tasks.set("t1", makeTask("t1", "working"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
@@ -455,7 +455,7 @@ describe("PushService notifications", () => {
   });
 
   it("sends no token or authorization header the config does not have", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "bare" }));
     h.service.set(alice, "1.0", input("t1", { id: "scheme-only", url: URL_B, authentication: { schemes: ["Bearer"] } }));
@@ -467,7 +467,7 @@ describe("PushService notifications", () => {
   });
 
   it("changed() for a task without configs queues nothing", async () => {
-    const h = harness();
+    const h = (await harness());
     h.service.start();
     h.service.changed(makeTask("t9"));
     await h.flush();
@@ -476,7 +476,7 @@ describe("PushService notifications", () => {
   });
 
   it("nothing is sent before start(); start() delivers what waited (e.g. from before a restart)", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.service.changed(makeTask("t1"));
@@ -491,7 +491,7 @@ describe("PushService notifications", () => {
   });
 
   it("a queued entry whose config has disappeared is dropped without a POST", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.service.changed(makeTask("t1"));
@@ -517,8 +517,8 @@ describe("PushService result access", () => {
     };
   }
 
-  it("records the setter's result access with the config", () => {
-    const h = harness();
+  it("records the setter's result access with the config", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "a" }));
     h.service.set(bob, "1.0", input("t1", { id: "b" }));
@@ -527,7 +527,7 @@ describe("PushService result access", () => {
   });
 
   it("a config set by a principal without results.read / results.files gets no artifacts and no file parts; one with them gets all", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "full", url: URL_A }));
     h.service.set(bob, "1.0", input("t1", { id: "bare", url: URL_B }));
@@ -542,7 +542,7 @@ describe("PushService result access", () => {
   });
 
   it("0.3 bodies are filtered the same way", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(bob, "0.3", input("t1"));
     h.service.start();
@@ -565,7 +565,7 @@ describe("PushService announcement on set()", () => {
     ["input-required", "1.0", "statusUpdate", "TASK_STATE_INPUT_REQUIRED"],
     ["auth-required", "1.0", "statusUpdate", "TASK_STATE_AUTH_REQUIRED"],
   ] as const)("a %s task gets its current state at once (%s: %s)", async (state, line, key, wireState) => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", state));
     h.service.start();
     h.service.set(alice, line, input("t1"));
@@ -577,7 +577,7 @@ describe("PushService announcement on set()", () => {
   });
 
   it("0.3: a completed task's config gets the Task at once", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "completed"));
     h.service.start();
     h.service.set(alice, "0.3", input("t1"));
@@ -586,7 +586,7 @@ describe("PushService announcement on set()", () => {
   });
 
   it.each(["working", "submitted"] as const)("a %s task gets nothing on set()", async (state) => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", state));
     h.service.start();
     h.service.set(alice, "1.0", input("t1"));
@@ -596,7 +596,7 @@ describe("PushService announcement on set()", () => {
   });
 
   it("announce=false announces nothing, even for a terminal task", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "completed"));
     h.tasks.set("t2", makeTask("t2", "input-required"));
     h.service.start();
@@ -608,7 +608,7 @@ describe("PushService announcement on set()", () => {
   });
 
   it("replacing a config drops what waited for its old URL", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
     h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_A }));
     h.service.changed(makeTask("t1"));
@@ -627,7 +627,7 @@ describe("PushService announcement on set()", () => {
 
 describe("PushService delivery", () => {
   it("a retry reschedules with exponential backoff and equal jitter, then sends again when due", async () => {
-    const h = harness({ retryInitialMs: 1000, retryMaxMs: 60_000, maxAttempts: 10 }, 0.25);
+    const h = (await harness({ retryInitialMs: 1000, retryMaxMs: 60_000, maxAttempts: 10 }, 0.25));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry({ reason: "first" }), retry({ reason: "second" }), retry({ reason: "third" }));
@@ -665,7 +665,7 @@ describe("PushService delivery", () => {
     [0, 500],
     [1, 1000],
   ])("the jitter spans half to all of the base (random %d → %d ms)", async (random, delay) => {
-    const h = harness({ retryInitialMs: 1000 }, random);
+    const h = (await harness({ retryInitialMs: 1000 }, random));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry());
@@ -676,7 +676,7 @@ describe("PushService delivery", () => {
   });
 
   it("the backoff is capped by retryMaxMs", async () => {
-    const h = harness({ retryInitialMs: 1000, retryMaxMs: 3000, maxAttempts: 10 }, 1);
+    const h = (await harness({ retryInitialMs: 1000, retryMaxMs: 3000, maxAttempts: 10 }, 1));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.fallback = retry();
@@ -695,7 +695,7 @@ describe("PushService delivery", () => {
   });
 
   it("honours Retry-After (retryAfterMs) instead of the backoff", async () => {
-    const h = harness({ retryInitialMs: 1000, retryMaxMs: 60_000 });
+    const h = (await harness({ retryInitialMs: 1000, retryMaxMs: 60_000 }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry({ retryAfterMs: 7000 }));
@@ -711,7 +711,7 @@ describe("PushService delivery", () => {
   });
 
   it("caps Retry-After by retryMaxMs", async () => {
-    const h = harness({ retryMaxMs: 30_000 });
+    const h = (await harness({ retryMaxMs: 30_000 }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry({ retryAfterMs: 3_600_000 }));
@@ -722,7 +722,7 @@ describe("PushService delivery", () => {
   });
 
   it("gives up after maxAttempts: the entry is dropped and counted as expired", async () => {
-    const h = harness({ maxAttempts: 3, retryInitialMs: 100, retryMaxMs: 1000 });
+    const h = (await harness({ maxAttempts: 3, retryInitialMs: 100, retryMaxMs: 1000 }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.fallback = retry();
@@ -740,7 +740,7 @@ describe("PushService delivery", () => {
   });
 
   it("a reject drops the entry at once, without retries", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(REJECT);
@@ -756,7 +756,7 @@ describe("PushService delivery", () => {
   });
 
   it("delivers one (task, config)'s notifications strictly in order, even when the first is retried", async () => {
-    const h = harness({ retryInitialMs: 1000 });
+    const h = (await harness({ retryInitialMs: 1000 }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "slow", url: URL_A }));
     h.service.set(alice, "1.0", input("t1", { id: "fast", url: URL_B }));
@@ -793,7 +793,7 @@ describe("PushService delivery", () => {
   });
 
   it("never has two POSTs of one queue in flight at once", async () => {
-    const h = harness({ maxConcurrency: 8 });
+    const h = (await harness({ maxConcurrency: 8 }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     const first = deferred();
@@ -810,7 +810,7 @@ describe("PushService delivery", () => {
   });
 
   it("deleting a config drops its pending notifications (counted as dropped); other configs keep theirs", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "gone" }));
     h.service.set(alice, "1.0", input("t1", { id: "kept", url: URL_B }));
@@ -827,7 +827,7 @@ describe("PushService delivery", () => {
   });
 
   it("deleting a config while it waits for a retry drops the retry", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry());
@@ -842,7 +842,7 @@ describe("PushService delivery", () => {
   });
 
   it("runs at most maxConcurrency POSTs at once; a freed slot takes the next queue", async () => {
-    const h = harness({ maxConcurrency: 2 });
+    const h = (await harness({ maxConcurrency: 2 }));
     const replies = [deferred(), deferred(), deferred()];
     for (const id of ["t1", "t2", "t3"]) {
       h.tasks.set(id, makeTask(id));
@@ -863,7 +863,7 @@ describe("PushService delivery", () => {
   });
 
   it("stop() cuts an in-flight POST short and leaves its entry in the outbox as it was", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.fallback = hangUntilAborted;
@@ -887,7 +887,7 @@ describe("PushService delivery", () => {
   });
 
   it("stop() even when the POST answers after the abort leaves the entry for the next start", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     const late = deferred();
@@ -902,7 +902,7 @@ describe("PushService delivery", () => {
   });
 
   it("the outbox gauge reports what waits", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.service.changed(makeTask("t1"));
@@ -982,9 +982,9 @@ async function recordUnhandledRejections(fn: () => Promise<void>): Promise<unkno
 
 describe("PushService worker robustness (a store error under the worker)", () => {
   it("a store error in the kick after a delivery neither escapes as an unhandled rejection nor stalls the retry", async () => {
-    const storage = openStorage({ backend: "memory", now: () => T0 });
+    const storage = await openStorage({ backend: "memory", now: () => T0 });
     const flaky = new FlakyOutbox(storage.pushOutbox);
-    const h = harness({ outbox: flaky, configs: storage.pushConfigs });
+    const h = (await harness({ outbox: flaky, configs: storage.pushConfigs }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(() => {
@@ -996,18 +996,18 @@ describe("PushService worker robustness (a store error under the worker)", () =>
       h.service.changed(makeTask("t1"));
       await h.flush();
     });
-    storage.close();
     expect(flaky.failures).toBe(1);
     expect(rejections).toEqual([]);
     // The rescheduled retry still goes out.
     for (let i = 0; i < 12 && h.sender.sent.length < 2; i++) await h.advance(5000);
     expect(h.sender.sent).toHaveLength(2);
+    await storage.close();
   });
 
   it("a store error when the retry timer fires does not escape the timer, and the worker tries again", async () => {
-    const storage = openStorage({ backend: "memory", now: () => T0 });
+    const storage = await openStorage({ backend: "memory", now: () => T0 });
     const flaky = new FlakyOutbox(storage.pushOutbox);
-    const h = harness({ outbox: flaky, configs: storage.pushConfigs });
+    const h = (await harness({ outbox: flaky, configs: storage.pushConfigs }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry());
@@ -1022,11 +1022,11 @@ describe("PushService worker robustness (a store error under the worker)", () =>
     } catch (err) {
       escaped = err;
     }
-    storage.close();
     expect(flaky.failures).toBe(1);
     expect(escaped).toBeUndefined();
     for (let i = 0; i < 12 && h.sender.sent.length < 2; i++) await h.advance(5000);
     expect(h.sender.sent).toHaveLength(2);
+    await storage.close();
   });
 });
 
@@ -1036,7 +1036,7 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
   const admin: Principal = { id: "admin", credentialId: "cred-admin", trustLevel: "admin", scopes: new Set([RESULTS_READ, RESULTS_FILES]), admin: true };
 
   it("setting the same config again on a finished task sends nothing new; a changed one is announced again", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "completed"));
     h.service.start();
     const cfg = input("t1", { id: "c", token: "tok" });
@@ -1051,8 +1051,8 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
     expect(h.sender.sent.map((s) => s.request.headers["x-a2a-notification-token"])).toEqual(["tok", "tok-2"]);
   });
 
-  it("an empty id is unset (0.3: the task's id, 1.0: a fresh one); an id with / or over 256 characters is refused", () => {
-    const h = harness();
+  it("an empty id is unset (0.3: the task's id, 1.0: a fresh one); an id with / or over 256 characters is refused", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     expect(h.service.set(alice, "0.3", input("t1", { id: "" })).id).toBe("t1");
     const fresh = h.service.set(alice, "1.0", input("t1", { id: "" })).id;
@@ -1062,8 +1062,8 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
     expect(h.service.set(alice, "1.0", input("t1", { id: "x".repeat(256) })).id).toHaveLength(256);
   });
 
-  it("a config's token and credentials are shown to the principal who set it and to admins, not to others", () => {
-    const h = harness();
+  it("a config's token and credentials are shown to the principal who set it and to admins, not to others", async () => {
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     const secretCfg = input("t1", { id: "by-admin", token: "admin-token", authentication: { schemes: ["Bearer"], credentials: "admin-cred" } });
     const setter = h.service.set(admin, "1.0", secretCfg);
@@ -1080,7 +1080,7 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
   });
 
   it("a notification older than maxAgeMs is given up without a POST (expired)", async () => {
-    const h = harness({ maxAgeMs: 10_000 });
+    const h = (await harness({ maxAgeMs: 10_000 }));
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1"));
     h.service.changed(makeTask("t1", "completed"));
@@ -1093,7 +1093,7 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
   });
 
   it("deleting a config cuts its POST in flight short; it is counted once, as dropped, and not sent again", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.sender.script.push(hangUntilAborted);
     h.service.start();
@@ -1113,7 +1113,7 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
   });
 
   it("store failures under the worker back off: the retries come further apart", async () => {
-    const h = harness();
+    const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     h.service.set(alice, "1.0", input("t1"));
     h.service.changed(makeTask("t1", "completed"));
@@ -1145,7 +1145,7 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
 
 describe("PushService: per-host concurrency", () => {
   it("a host never has more than maxConcurrencyPerHost POSTs in flight; other hosts still get slots; the rest follow as POSTs end", async () => {
-    const h = harness({ maxConcurrency: 4, maxConcurrencyPerHost: 2 });
+    const h = (await harness({ maxConcurrency: 4, maxConcurrencyPerHost: 2 }));
     const slowHost = "https://slow.example.com";
     const held: { host: string; release: () => void }[] = [];
     h.sender.fallback = (request) =>

@@ -53,14 +53,14 @@ const backends: [string, () => Promise<Opened>][] = [
   [
     "memory",
     async () => {
-      const storage = openStorage({ backend: "memory" });
+      const storage = await openStorage({ backend: "memory" });
       return { store: storage.messages, calls: storage.subtaskCalls, close: async () => storage.close(), break: async () => undefined };
     },
   ],
   [
     "sqlite",
     async () => {
-      const storage = openStorage({ backend: "sqlite", url: `sqlite:///${path.join(tmp, `case-${++seq}.db`)}` });
+      const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${path.join(tmp, `case-${++seq}.db`)}` });
       return { store: storage.messages, calls: storage.subtaskCalls, close: async () => storage.close(), break: async () => storage.close() };
     },
   ],

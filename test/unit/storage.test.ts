@@ -42,10 +42,10 @@ function makeTask(id: string, opts: { contextId?: string; state?: TaskState; at?
   };
 }
 
-function expectStorageError(fn: () => unknown, code: string, message?: RegExp): void {
+async function expectStorageError(fn: () => unknown, code: string, message?: RegExp): Promise<void> {
   let caught: unknown;
   try {
-    fn();
+    await fn();
   } catch (err) {
     caught = err;
   }
@@ -60,7 +60,7 @@ const clock = () => {
   return { now: () => t, advance: (ms: number) => void (t += ms) };
 };
 
-type Open = (now: () => number) => Storage;
+type Open = (now: () => number) => Promise<Storage>;
 const backends: [string, Open][] = [
   ["memory", (now) => openStorage({ backend: "memory", now })],
   ["sqlite", (now) => openStorage({ backend: "sqlite", url: `sqlite:///${path.join(freshDir(), "a2a.db")}`, now })],
@@ -69,9 +69,9 @@ const backends: [string, Open][] = [
 describe.each(backends)("%s backend", (_name, open) => {
   let storage: Storage;
   let time: ReturnType<typeof clock>;
-  beforeEach(() => {
+  beforeEach(async () => {
     time = clock();
-    storage = open(time.now);
+    storage = await open(time.now);
   });
   afterEach(() => storage.close());
 
@@ -383,9 +383,9 @@ describe("sqlite specifics", () => {
   describe("the read cache of view()", () => {
     const cached = (storage: Storage): number => (storage.tasks as unknown as { cachedViews: number }).cachedViews;
 
-    it("keeps at most A2A_TASK_STORE_CACHE_SIZE tasks, dropping the least recently read, and answers the same either way", () => {
-      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 2 });
-      const off = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 0 });
+    it("keeps at most A2A_TASK_STORE_CACHE_SIZE tasks, dropping the least recently read, and answers the same either way", async () => {
+      const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 2 });
+      const off = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 0 });
       try {
         for (const s of [storage, off]) for (const id of ["t1", "t2", "t3"]) s.tasks.create(makeTask(id), "alice");
         const first = storage.tasks.view!("t1");
@@ -404,9 +404,9 @@ describe("sqlite specifics", () => {
       }
     });
 
-    it("sees what another connection commits to the same file", () => {
+    it("sees what another connection commits to the same file", async () => {
       const file = path.join(freshDir(), "a2a.db");
-      const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
+      const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
       const other = pinDatabase(new Database(file));
       try {
         storage.tasks.create(makeTask("t1"), "alice");
@@ -423,8 +423,8 @@ describe("sqlite specifics", () => {
       }
     });
 
-    it("caches nothing read inside a transaction that is then rolled back", () => {
-      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
+    it("caches nothing read inside a transaction that is then rolled back", async () => {
+      const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
       try {
         storage.tasks.create(makeTask("t1"), "alice");
         expect(() =>
@@ -441,8 +441,8 @@ describe("sqlite specifics", () => {
       }
     });
 
-    it("never answers from the cache once the database is unusable", () => {
-      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
+    it("never answers from the cache once the database is unusable", async () => {
+      const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
       storage.tasks.create(makeTask("t1"), "alice");
       expect(storage.tasks.view!("t1")).toBeDefined();
       expect(cached(storage)).toBe(1);
@@ -450,8 +450,8 @@ describe("sqlite specifics", () => {
       expectA2AError(() => storage.tasks.view!("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.view" });
     });
 
-    it("a save that loses to a stored terminal state leaves the terminal task readable", () => {
-      const storage = openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
+    it("a save that loses to a stored terminal state leaves the terminal task readable", async () => {
+      const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
       try {
         storage.tasks.create(makeTask("t1"), "alice");
         storage.tasks.save(makeTask("t1", { state: "canceled", at: ts(1) }));
@@ -464,10 +464,10 @@ describe("sqlite specifics", () => {
     });
   });
 
-  it("creates the directory 0700 and the file (and -wal/-shm) 0600", () => {
+  it("creates the directory 0700 and the file (and -wal/-shm) 0600", async () => {
     const dir = path.join(freshDir(), "nested", "deeper");
     const file = path.join(dir, "a2a.db");
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
       storage.tasks.create(makeTask("t1"), "alice");
       expect(mode(dir)).toBe(0o700);
@@ -480,14 +480,14 @@ describe("sqlite specifics", () => {
     }
   });
 
-  it("forces an existing file to 0600 and leaves an existing directory alone", () => {
+  it("forces an existing file to 0600 and leaves an existing directory alone", async () => {
     const dir = freshDir();
     fs.mkdirSync(dir, { mode: 0o755 });
     fs.chmodSync(dir, 0o755);
     const file = path.join(dir, "a2a.db");
     fs.writeFileSync(file, "", { mode: 0o644 });
     fs.chmodSync(file, 0o644);
-    openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
+    await (await openStorage({ backend: "sqlite", url: dbUrl(file) })).close();
     expect(mode(file)).toBe(0o600);
     expect(mode(dir)).toBe(0o755);
   });
@@ -519,9 +519,9 @@ describe("sqlite specifics", () => {
     expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(file) }), "OPEN_FAILED");
   });
 
-  it("keeps everything across close and reopen, including page tokens", () => {
+  it("keeps everything across close and reopen, including page tokens", async () => {
     const file = path.join(freshDir(), "a2a.db");
-    const first = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const first = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     first.tasks.create(makeTask("t1", { at: ts(1) }), "alice", { sessionId: "ses_1" });
     first.tasks.create(makeTask("t2", { at: ts(2) }), "alice");
     first.tasks.save(makeTask("t1", { state: "completed", at: ts(3) }));
@@ -534,7 +534,7 @@ describe("sqlite specifics", () => {
     first.close(); // idempotent
     expect(!fs.existsSync(`${file}-wal`) || fs.statSync(`${file}-wal`).size === 0).toBe(true); // checkpointed
 
-    const second = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const second = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
       expect(second.tasks.get("t1")).toMatchObject({ owner: "alice", sessionId: "ses_1", task: { status: { state: "completed" } } });
       expect(second.tasks.save(makeTask("t1", { state: "failed" })).applied).toBe(false);
@@ -591,7 +591,7 @@ describe("sqlite specifics", () => {
     }
   });
 
-  it("migration v4 keeps only the per-owner task indexes, on a v3 database with data, and every listing still works", () => {
+  it("migration v4 keeps only the per-owner task indexes, on a v3 database with data, and every listing still works", async () => {
     const file = path.join(freshDir(), "a2a.db");
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     const raw = pinDatabase(new Database(file));
@@ -603,7 +603,7 @@ describe("sqlite specifics", () => {
     const v3 = pinDatabase(new Database(file));
     expect(indexesOf(v3)).toEqual(["a2a_tasks_context_ts", "a2a_tasks_owner_context_ts", "a2a_tasks_owner_ts", "a2a_tasks_state", "a2a_tasks_ts"]);
     v3.close();
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(file) });
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
       const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
       storage.tasks.create(makeTask("a1", { at: at(1) }), "alice");
@@ -630,18 +630,18 @@ describe("sqlite specifics", () => {
     }
   });
 
-  it("refuses a database with a newer schema version", () => {
+  it("refuses a database with a newer schema version", async () => {
     const file = path.join(freshDir(), "a2a.db");
-    openStorage({ backend: "sqlite", url: dbUrl(file) }).close();
+    await (await openStorage({ backend: "sqlite", url: dbUrl(file) })).close();
     const raw = pinDatabase(new Database(file));
     prepare(raw, "UPDATE a2a_schema_version SET version = ? WHERE name = ?").run(LATEST_SCHEMA_VERSION + 1, SCHEMA_NAME);
     raw.close();
     expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(file) }), "SCHEMA_TOO_NEW", new RegExp(`schema version ${LATEST_SCHEMA_VERSION + 1} .* only knows version ${LATEST_SCHEMA_VERSION}`));
   });
 
-  it("turns runtime failures into TASK_STORE_UNAVAILABLE with the operation", () => {
+  it("turns runtime failures into TASK_STORE_UNAVAILABLE with the operation", async () => {
     const file = path.join(freshDir(), "a2a.db");
-    const storage = openStorage({ backend: "sqlite", url: dbUrl(file), busyTimeoutMs: 20 });
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(file), busyTimeoutMs: 20 });
     storage.tasks.create(makeTask("t1"), "alice");
     const locker = pinDatabase(new Database(file));
     try {
@@ -659,8 +659,8 @@ describe("sqlite specifics", () => {
     expectA2AError(() => storage.pushConfigs.list("t1"), "TASK_STORE_UNAVAILABLE", { operation: "pushConfigs.list" });
   });
 
-  it("supports sqlite:///:memory:", () => {
-    const storage = openStorage({ backend: "sqlite", url: "sqlite:///:memory:" });
+  it("supports sqlite:///:memory:", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: "sqlite:///:memory:" });
     storage.tasks.create(makeTask("t1"), "alice");
     expect(storage.tasks.count()).toBe(1);
     expect(storage.description).toBe("sqlite (in-memory)");

@@ -2,7 +2,9 @@
 // SQL backends run here on the same better-sqlite3 handle as the rest of the SQLite store. Statements come from the
 // connection's cache (one per SQL text, kept for the life of the process: src/storage/pin.ts) and return every
 // integer as a bigint (nanosecond times do not fit a double; ./rows.ts reads both backends' integers). better-sqlite3
-// is synchronous, so each query runs to its end before another starts: the one connection needs no pool.
+// is synchronous, so each query runs to its end before another starts; a transaction awaits between its statements,
+// so the one connection is held by one user at a time (a queue, as Kysely's own SQLite driver does): nothing else
+// runs inside another caller's transaction.
 import {
   CompiledQuery,
   SqliteAdapter,
@@ -35,6 +37,9 @@ class Connection implements DatabaseConnection {
 
 class SqliteDriver implements Driver {
   readonly #connection: Connection;
+  /** Settles when the connection is free; acquireConnection chains onto it. */
+  #free: Promise<void> = Promise.resolve();
+  #release: (() => void) | undefined;
 
   constructor(store: StoreDatabase) {
     this.#connection = new Connection(store);
@@ -43,13 +48,15 @@ class SqliteDriver implements Driver {
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    const previous = this.#free;
+    let release!: () => void;
+    this.#free = new Promise<void>((resolve) => (release = resolve));
+    await previous;
+    this.#release = release;
     return this.#connection;
   }
 
-  // Transactions run on the connection like any other statement (BEGIN IMMEDIATE: the writer lock is taken at once,
-  // as the SQLite stores' own transactions do). A Kysely transaction awaits between its statements, and a synchronous
-  // store's transaction run meanwhile on the same connection would nest into it (better-sqlite3 makes it a
-  // savepoint): until every store is a Kysely store, the Kysely stores keep each write to one statement.
+  // BEGIN IMMEDIATE: the writer lock is taken at once (another process on the file waits busy_timeout for it).
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw("BEGIN IMMEDIATE"));
   }
@@ -62,7 +69,11 @@ class SqliteDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw("ROLLBACK"));
   }
 
-  async releaseConnection(): Promise<void> {}
+  async releaseConnection(): Promise<void> {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
+  }
 
   async destroy(): Promise<void> {}
 }
