@@ -175,7 +175,7 @@ export class InterruptRegistry implements InterruptHooks {
 
   /** A follow-up message to a task waiting on `interrupt` (message/send, SendMessage, provideInputAndContinue input). */
   async answer(principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void> {
-    const record = this.#binding(interrupt.requestId, interrupt.owner);
+    const record = await this.#binding(interrupt.requestId, interrupt.owner);
     if (record.type === "question") {
       const answers = answersFromMessage(record.details, message);
       await this.#replyQuestion(record, answers);
@@ -234,14 +234,14 @@ export class InterruptRegistry implements InterruptHooks {
   // ---- methods --------------------------------------------------------------------------------------------------
 
   async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
-    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
+    const record = await this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
     await this.#replyPermission(record, reply, message, trace);
     this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
-    this.#resumeTask(principal, record);
+    await this.#resumeTask(principal, record);
   }
 
   async questionReply(principal: Principal, requestId: string, answers: string[][], trace?: TraceContext): Promise<void> {
-    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
+    const record = await this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     const count = questionsOf(record.details).length;
     if (count > 0 && answers.length !== count) {
       throw invalidParams(`request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, "answers", {
@@ -250,19 +250,19 @@ export class InterruptRegistry implements InterruptHooks {
     }
     await this.#replyQuestion(record, answers, trace);
     this.#trail.answered(record, principal, "answer", "a2a.interrupt.question.reply", { answers });
-    this.#resumeTask(principal, record);
+    await this.#resumeTask(principal, record);
   }
 
   async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
-    const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
+    const record = await this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
     this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
-    this.#resumeTask(principal, record);
+    await this.#resumeTask(principal, record);
   }
 
   /** tasks/provideInputAndContinue with a permission option: settle the task's pending permission. */
   async answerTaskPermission(principal: Principal, taskId: string, option: string, trace?: TraceContext): Promise<void> {
-    const pending = this.deps.tasks().pendingInterrupt(principal, taskId);
+    const pending = await this.deps.tasks().pendingInterrupt(principal, taskId);
     if (pending === undefined || pending.type !== "permission") {
       throw invalidParams(`Task ${taskId} has no pending permission request`, "permissionOptionId", { task_id: taskId });
     }
@@ -275,14 +275,14 @@ export class InterruptRegistry implements InterruptHooks {
         { supported: options },
       );
     }
-    const record = this.#binding(pending.requestId, pending.owner, "permission");
+    const record = await this.#binding(pending.requestId, pending.owner, "permission");
     await this.#replyPermission(record, decision, undefined, trace);
     this.#trail.answered(record, principal, decision, "tasks/provideInputAndContinue");
-    this.#resumeTask(principal, record);
+    await this.#resumeTask(principal, record);
   }
 
   /** opencode.governance.history and its REST paths: the task's trail, for a caller that may see the task. */
-  history(principal: Principal, taskId: string): GovernanceHistory {
+  history(principal: Principal, taskId: string): Promise<GovernanceHistory> {
     return this.#trail.history(principal, taskId);
   }
 
@@ -306,16 +306,16 @@ export class InterruptRegistry implements InterruptHooks {
    * A binding whose task the caller canceled is dropped (OpenCode keeps an aborted turn's requests pending, but nobody
    * waits for the answer any more). Bindings of tasks that failed, e.g. when the gateway restarted, stay answerable.
    */
-  #abandoned(record: InterruptRecord): boolean {
-    if (this.deps.storage.tasks.get(record.taskId)?.task.status.state !== "canceled") return false;
+  async #abandoned(record: InterruptRecord): Promise<boolean> {
+    if ((await this.deps.storage.tasks.get(record.taskId))?.task.status.state !== "canceled") return false;
     this.#store.remove(record.requestId);
     return true;
   }
 
   /** The live binding `owner` may answer, or the typed error. */
-  #binding(requestId: string, owner: string, expected?: InterruptType): InterruptRecord {
+  async #binding(requestId: string, owner: string, expected?: InterruptType): Promise<InterruptRecord> {
     const found = this.#store.lookup(requestId, owner);
-    if (found.status !== "not_found" && this.#abandoned(found.record)) {
+    if (found.status !== "not_found" && (await this.#abandoned(found.record))) {
       throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${requestId} belongs to a canceled task`, { request_id: requestId });
     }
     if (found.status === "not_found") {
@@ -375,11 +375,11 @@ export class InterruptRegistry implements InterruptHooks {
   }
 
   /** The task continues at once when this was the request it waited on (OpenCode confirms with `*.replied`). */
-  #resumeTask(principal: Principal, record: InterruptRecord): void {
+  async #resumeTask(principal: Principal, record: InterruptRecord): Promise<void> {
     try {
       const tasks = this.deps.tasks();
-      if (tasks.pendingInterrupt(principal, record.taskId)?.requestId === record.requestId) {
-        tasks.resume(principal, record.taskId);
+      if ((await tasks.pendingInterrupt(principal, record.taskId))?.requestId === record.requestId) {
+        await tasks.resume(principal, record.taskId);
       }
     } catch {
       // The task is gone or no longer live (e.g. after a gateway restart): OpenCode still got the answer.

@@ -119,8 +119,8 @@ export class GovernanceTrail {
   }
 
   /** The task's trail, for a caller that may see the task (else TASK_NOT_FOUND). */
-  history(principal: Principal, taskId: string): GovernanceHistory {
-    const stored = this.deps.storage.tasks.get(taskId);
+  async history(principal: Principal, taskId: string): Promise<GovernanceHistory> {
+    const stored = await this.deps.storage.tasks.get(taskId);
     if (stored === undefined || (stored.owner !== principal.id && !principal.admin)) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     const bindings = this.deps.storage.interrupts.listForTask(taskId);
     this.sweepExpired(bindings);

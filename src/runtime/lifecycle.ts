@@ -63,6 +63,7 @@ export class TaskLifecycle {
   readonly #unsaved = new Map<string, Task>();
   #unsavedTimer: NodeJS.Timeout | undefined;
   #unsavedAttempt = 0;
+  #retrying = false;
 
   constructor(private readonly deps: LifecycleDeps) {
     deps.health.onRecovered(() => this.#retryUnsaved());
@@ -79,10 +80,10 @@ export class TaskLifecycle {
   }
 
   /** Runs one store write and records its outcome; a failure is rethrown (typed TASK_STORE_UNAVAILABLE). */
-  write<T>(write: () => T): T {
+  async write<T>(write: () => Promise<T>): Promise<T> {
     let result: T;
     try {
-      result = write();
+      result = await write();
     } catch (error) {
       this.deps.health.failed(error instanceof Error ? error : new Error(String(error)));
       throw error;
@@ -93,19 +94,46 @@ export class TaskLifecycle {
 
   /**
    * Saves a task whose state just changed, and tells the transition hooks in the same transaction when the save
-   * applied (a task already terminal in the store keeps its state and nobody is told).
+   * applied (a task already terminal in the store keeps its state and nobody is told). Not ordered with a live task's
+   * queued writes: for stored tasks no turn runs for (a restart's orphans, a cancel without a live turn).
    */
-  save(task: Task, event?: StatusUpdateEvent): SaveResult {
+  save(task: Task, event?: StatusUpdateEvent): Promise<SaveResult> {
     const { store, transitions: hooks } = this.deps;
-    if (hooks === undefined || !hooks.watches(task.id)) return this.write(() => store.save(task));
+    if (hooks === undefined) return this.write(() => store.save(task));
     return this.write(() =>
-      hooks.atomically(() => {
-        const result = store.save(task);
-        if (result.applied) hooks.changed(task, event);
+      hooks.atomically(async (tx) => {
+        const result = await tx.tasks.save(task);
+        if (result.applied) await hooks.changed(tx, task, event);
         return result;
       }),
     );
   }
+
+  /**
+   * Queues the live task's current snapshot behind its earlier writes, so the store sees its states in the order
+   * they happened (`tell`: a state change, told to the hooks). A failure goes to `refused`; the queue goes on.
+   */
+  #queue(live: LiveTask, tell: boolean, event: StatusUpdateEvent | undefined, refused: (error: unknown, task: Task) => void): void {
+    const task = live.task;
+    live.writes = live.writes
+      .then(() => (tell ? this.save(task, event) : this.write(() => this.deps.store.save(task))))
+      .then(
+        () => undefined,
+        (error: unknown) => refused(error, task),
+      );
+  }
+
+  /**
+   * The store refused a running task's progress or state change (full disk, …): the task fails with that reason
+   * (its final state is saved once the store takes writes again) and its OpenCode turn is stopped.
+   */
+  readonly #refusedRunning = (live: LiveTask) => (error: unknown) => {
+    this.deps.log.error({ err: errorText(error), taskId: live.id }, "task store refused a running task's progress");
+    if (isTerminal(live.state)) return;
+    this.fail(live, asTaskError(error));
+    live.abort.abort();
+    if (live.sessionId !== undefined) void this.deps.abortUpstream(live.sessionId, live.routing);
+  };
 
   /** Streamed output reaches the store at most once a second (compact snapshots), so a crash loses little. */
   persistSoon(live: LiveTask): void {
@@ -113,18 +141,14 @@ export class TaskLifecycle {
     live.persistTimer = setTimeout(() => {
       live.persistTimer = undefined;
       if (isTerminal(live.state) || this.#stopped) return;
-      try {
-        this.write(() => this.deps.store.save(live.task));
-      } catch (error) {
-        // The store refuses the running task's progress (full disk, …): the task fails with that reason (its final
-        // state is saved once the store takes writes again) and its OpenCode turn is stopped.
-        this.deps.log.error({ err: errorText(error), taskId: live.id }, "task store refused a running task's progress");
-        this.fail(live, asTaskError(error));
-        live.abort.abort();
-        if (live.sessionId !== undefined) void this.deps.abortUpstream(live.sessionId, live.routing);
-      }
+      this.#queue(live, false, undefined, this.#refusedRunning(live));
     }, 1_000);
     live.persistTimer.unref();
+  }
+
+  /** A state change of a running task reaches the store (in order) and the transition hooks. */
+  changed(live: LiveTask, event?: StatusUpdateEvent): void {
+    this.#queue(live, true, event, this.#refusedRunning(live));
   }
 
   /** A `submitted` task's turn starts: it works from now on (saved and told like any state change). */
@@ -145,7 +169,7 @@ export class TaskLifecycle {
     const status = { state: "working" as const, timestamp: now() };
     live.update({ status });
     const event: StatusUpdateEvent = { kind: "status-update", taskId: live.id, contextId: live.contextId, status, final: false };
-    this.save(live.task, event);
+    this.changed(live, event);
     live.fanout.publish(event);
   }
 
@@ -214,14 +238,12 @@ export class TaskLifecycle {
     };
     const metadata = mergeShared(live.task.metadata, shared);
     live.update({ status, metadata: error === undefined ? metadata : mergeOpencode(metadata, { error }) });
-    try {
-      this.save(live.task);
-    } catch (saveError) {
+    this.#queue(live, true, undefined, (saveError, task) => {
       // Clients still get the final status; the store gets it once it takes writes again.
       this.deps.log.error({ err: errorText(saveError), taskId: live.id }, "task store refused a final state; retrying");
-      this.#unsaved.set(live.id, live.task);
+      this.#unsaved.set(live.id, task);
       this.#retryUnsaved();
-    }
+    });
     this.deps.metrics.tasksFinished.inc({ state });
     live.fanout.publish({
       kind: "status-update",
@@ -241,26 +263,34 @@ export class TaskLifecycle {
 
   /** Saves the terminal snapshots the store refused, until it takes them (backoff 0.5 s … 30 s). */
   #retryUnsaved(): void {
-    if (this.#unsaved.size === 0 || this.#stopped) return;
+    if (this.#unsaved.size === 0 || this.#stopped || this.#retrying) return;
     if (this.#unsavedTimer !== undefined) clearTimeout(this.#unsavedTimer);
     this.#unsavedTimer = undefined;
+    this.#retrying = true;
+    void this.#saveUnsaved().finally(() => {
+      this.#retrying = false;
+      if (this.#unsaved.size === 0) {
+        this.#unsavedAttempt = 0;
+        return;
+      }
+      if (this.#stopped) return;
+      this.#unsavedTimer = setTimeout(() => {
+        this.#unsavedTimer = undefined;
+        this.#retryUnsaved();
+      }, backoffMs(this.#unsavedAttempt++, 500, 30_000));
+      this.#unsavedTimer.unref();
+    });
+  }
+
+  async #saveUnsaved(): Promise<void> {
     for (const [id, task] of [...this.#unsaved]) {
       try {
         this.#unsaved.delete(id);
-        this.save(task);
+        await this.save(task);
       } catch {
-        this.#unsaved.set(id, task);
-        break;
+        if (!this.#unsaved.has(id)) this.#unsaved.set(id, task);
+        return;
       }
     }
-    if (this.#unsaved.size === 0) {
-      this.#unsavedAttempt = 0;
-      return;
-    }
-    this.#unsavedTimer = setTimeout(() => {
-      this.#unsavedTimer = undefined;
-      this.#retryUnsaved();
-    }, backoffMs(this.#unsavedAttempt++, 500, 30_000));
-    this.#unsavedTimer.unref();
   }
 }

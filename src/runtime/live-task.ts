@@ -69,6 +69,8 @@ export class LiveTask {
   readonly #endWaiters = new Set<() => void>();
   sessionId: string | undefined;
   persistTimer: NodeJS.Timeout | undefined;
+  /** The task's store writes, one after another (TaskLifecycle): settles when every write queued so far is done. */
+  writes: Promise<void> = Promise.resolve();
   /** The client takes `text/x-diff` files (else the `changes` diff comes as text parts). */
   diffAsFile = true;
   /** The message asked for the changed files' contents (`metadata.opencode.include_file_contents`). */

@@ -8,6 +8,7 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Message, Metadata, StatusUpdateEvent, Task } from "../protocol/model.js";
 import type { StoreHealth } from "../storage/health.js";
 import type { TaskStore } from "../storage/tasks.js";
+import type { StoreTx } from "../storage/tx.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import type { EventHub } from "../upstream/hub.js";
 import type { ModelMonitor } from "../upstream/model-check.js";
@@ -107,14 +108,18 @@ export interface TurnArtifactOptions {
   fileMaxBytes: number;
 }
 
+/**
+ * Runs once a task exists and before its turn can change its state (a send's push notification config is stored
+ * there, so it sees every state change); a failure fails the request.
+ */
+export type Configure = (task: Task) => void | Promise<void>;
+
 /** Observers of task state changes, written in the same store transaction as the change itself. */
 export interface TransitionHooks {
-  /** Whether the task has anyone to tell (otherwise the save runs alone, without a transaction around it). */
-  watches(taskId: string): boolean;
-  /** Runs `fn` (the save and `changed`) all or nothing. */
-  atomically<T>(fn: () => T): T;
-  /** The task's new state was saved; `event` is the status update that carried it, when there was one. */
-  changed(task: Task, event?: StatusUpdateEvent): void;
+  /** Runs `fn` (the save and `changed`) in one store transaction, with the stores bound to it: all or nothing. */
+  atomically<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /** The task's new state was saved in `tx`; `event` is the status update that carried it, when there was one. */
+  changed(tx: StoreTx, task: Task, event?: StatusUpdateEvent): Promise<void>;
 }
 
 /** An OpenCode permission or question a live task waits on. */

@@ -10,12 +10,12 @@ import { mergeOpencode } from "./lifecycle.js";
 const MESSAGE = "The gateway restarted while this task was running; its turn cannot be continued.";
 
 /** Fails every task stored in a non-terminal state; returns how many. */
-export function failOrphans(store: TaskStore, save: (task: Task) => SaveResult, log: Pick<Logger, "warn">): number {
+export async function failOrphans(store: TaskStore, save: (task: Task) => Promise<SaveResult>, log: Pick<Logger, "warn">): Promise<number> {
   const error = { type: "GATEWAY_RESTARTED", message: MESSAGE };
   let failed = 0;
   for (const state of ["submitted", "working", "input-required", "auth-required"] as const) {
     for (;;) {
-      const page = store.list(undefined, { state, pageSize: 100 });
+      const page = await store.list(undefined, { state, pageSize: 100 });
       let applied = 0;
       for (const task of page.tasks) {
         const status = {
@@ -23,7 +23,7 @@ export function failOrphans(store: TaskStore, save: (task: Task) => SaveResult, 
           timestamp: now(),
           message: { messageId: randomUUID(), role: "agent" as const, parts: [{ kind: "text" as const, text: MESSAGE }], taskId: task.id, contextId: task.contextId },
         };
-        if (save({ ...task, status, metadata: mergeOpencode(task.metadata, { error }) }).applied) applied++;
+        if ((await save({ ...task, status, metadata: mergeOpencode(task.metadata, { error }) })).applied) applied++;
       }
       failed += applied;
       if (applied === 0) break; // the page is empty (or nothing could change): done with this state

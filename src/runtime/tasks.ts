@@ -15,13 +15,14 @@ import { A2AError } from "../contract/errors.js";
 import type { AbortOutcome } from "../observability/metrics.js";
 import { isTerminal, now, type ListParams, type Message, type Metadata, type SendParams, type Task } from "../protocol/model.js";
 import { StoreHealth } from "../storage/health.js";
+import type { TaskListResult } from "../storage/tasks.js";
 import { traceOfRouting, withTrace, type TraceContext } from "../tracing/index.js";
 import { upstreamAbort, type AbortUpstream } from "./abort.js";
 import { Admission, type AdmissionStatus } from "./admission.js";
 import { FanOut, streamHandle, type StreamHandle } from "./fanout.js";
 import { mergeOpencode, TaskLifecycle } from "./lifecycle.js";
 import { LiveTask, newTask } from "./live-task.js";
-import type { PendingInterrupt, RuntimeOptions, TurnSpec } from "./options.js";
+import type { Configure, PendingInterrupt, RuntimeOptions, TurnSpec } from "./options.js";
 import { checkContinuation, checkModel, noTurnToContinue, notTheOwner, outputModes, requestMetadata, wantsFileContents } from "./requests.js";
 import { failOrphans } from "./restart.js";
 import { asTaskError, errorText } from "./task-error.js";
@@ -80,15 +81,19 @@ export class TaskRuntime {
    * message/send: starts (or continues) a task. Blocking (default) waits until the task is terminal or
    * interrupted; non-blocking returns the working task at once. `spec`: a subtask's agent, command and start gate.
    */
-  async send(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
+  async send(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
-    if (params.configuration?.blocking !== false) await live.settled();
+    if (params.configuration?.blocking !== false) {
+      await live.settled();
+      // The answer is in the store before it is given: a read of the task anywhere sees it.
+      await live.writes;
+    }
     // As a read of the task gives it (the governance summary, when it has one).
     return this.#annotated(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
-  async stream(principal: Principal, params: SendParams, configure?: (task: Task) => void, trace?: TraceContext): Promise<StreamHandle> {
+  async stream(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext): Promise<StreamHandle> {
     const { queue } = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: l.task }), configure, trace);
     return streamHandle(queue, this.opts.metrics);
   }
@@ -101,7 +106,7 @@ export class TaskRuntime {
     principal: Principal,
     params: SendParams,
     attach?: (live: LiveTask) => T,
-    configure?: (task: Task) => void,
+    configure?: Configure,
     trace?: TraceContext,
     spec?: TurnSpec,
   ): Promise<{ live: LiveTask; queue: T }> {
@@ -131,13 +136,13 @@ export class TaskRuntime {
     const live = new LiveTask(task, principal.id, routing, principal.trustLevel, principal.scopes, principal.admin);
     live.diffAsFile = modes.diffAsFile;
     live.includeFileContents = wantsFileContents(metadata);
-    this.#lifecycle.write(() =>
+    await this.#lifecycle.write(() =>
       this.opts.store.create(task, principal.id, { acceptedOutputModes: modes.accepted, ...("directory" in routing ? { directory: routing.directory } : {}) }),
     );
     this.#live.set(taskId, live);
     if (configure !== undefined) {
       try {
-        configure(live.task);
+        await configure(live.task);
       } catch (error) {
         // The config could not be stored (the store failed): the task is not started and the request fails.
         this.#live.delete(taskId);
@@ -185,9 +190,9 @@ export class TaskRuntime {
     message: Message & { taskId: string },
     parts: PromptPart[],
     metadata: Metadata,
-    configure: ((task: Task) => void) | undefined,
+    configure: Configure | undefined,
   ): Promise<LiveTask> {
-    const previous = this.#visible(principal, message.taskId);
+    const previous = await this.#visible(principal, message.taskId);
     checkContinuation(message, previous.task);
     const existing = this.#live.get(message.taskId);
     const pending = existing === undefined ? undefined : existing.pendingInterrupt();
@@ -196,7 +201,7 @@ export class TaskRuntime {
       const answer: Message = { ...message, taskId: existing.id, contextId: existing.contextId, role: "user" };
       await this.opts.interrupts.answer(principal, pending, answer);
       // Only once the answer went through: a refused answer changes nothing, the config included.
-      configure?.(existing.task);
+      await configure?.(existing.task);
       existing.update({ history: [...(existing.task.history ?? []), answer] });
       this.#lifecycle.resume(existing);
       return existing;
@@ -211,8 +216,8 @@ export class TaskRuntime {
   }
 
   /** The pending interrupt of a task the caller can see (for tasks/provideInputAndContinue). */
-  pendingInterrupt(principal: Principal, taskId: string): PendingInterrupt | undefined {
-    this.#visible(principal, taskId);
+  async pendingInterrupt(principal: Principal, taskId: string): Promise<PendingInterrupt | undefined> {
+    await this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
     return live === undefined ? undefined : live.pendingInterrupt();
   }
@@ -221,8 +226,8 @@ export class TaskRuntime {
    * After the caller answered the pending interrupt: the task is working again at once (OpenCode confirms with
    * its *.replied event shortly after), so a blocking send waits for the continued turn.
    */
-  resume(principal: Principal, taskId: string): Task {
-    this.#visible(principal, taskId);
+  async resume(principal: Principal, taskId: string): Promise<Task> {
+    await this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
     if (live === undefined) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     this.#lifecycle.resume(live);
@@ -231,9 +236,12 @@ export class TaskRuntime {
 
   /** Resolves when the task is terminal or interrupted again (blocking tasks/provideInputAndContinue). */
   async settled(principal: Principal, taskId: string): Promise<Task> {
-    this.#visible(principal, taskId);
+    await this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
-    if (live !== undefined) await live.settled();
+    if (live !== undefined) {
+      await live.settled();
+      await live.writes;
+    }
     return this.get(principal, taskId);
   }
 
@@ -243,14 +251,14 @@ export class TaskRuntime {
    * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
    * live turn comes from `lookup` (the store's get by default).
    */
-  #visible(
+  async #visible(
     principal: Principal,
     taskId: string,
-    lookup: (id: string) => { task: Task; owner: string } | undefined = (id) => this.opts.store.get(id),
-  ): { task: Task; owner: string } {
+    lookup: (id: string) => Promise<{ task: Task; owner: string } | undefined> = (id) => this.opts.store.get(id),
+  ): Promise<{ task: Task; owner: string }> {
     const live = this.#live.get(taskId);
     if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: this.#annotated(live.task), owner: live.owner };
-    const record = lookup(taskId);
+    const record = await lookup(taskId);
     if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
       throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     }
@@ -261,17 +269,16 @@ export class TaskRuntime {
   readonly #annotated = (task: Task): Task => this.opts.interrupts?.annotate?.(task) ?? task;
 
   /** A live task's snapshot is never written to, and a stored task is a fresh copy: neither is copied. */
-  get(principal: Principal, taskId: string): Task {
-    return this.#visible(principal, taskId).task;
+  async get(principal: Principal, taskId: string): Promise<Task> {
+    return (await this.#visible(principal, taskId)).task;
   }
 
   /**
    * get() for a caller that only reads the task (GetTask encodes it for the wire): a stored task comes from the
    * store's view() and may be shared and frozen.
    */
-  read(principal: Principal, taskId: string): Task {
-    const store = this.opts.store;
-    return this.#visible(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id))).task;
+  async read(principal: Principal, taskId: string): Promise<Task> {
+    return (await this.#visible(principal, taskId, (id) => this.opts.store.view(id))).task;
   }
 
   /** The trace context of a live task's turn (the request that started it), for its logs and push deliveries. */
@@ -279,7 +286,7 @@ export class TaskRuntime {
     return traceOfRouting(this.#live.get(taskId)?.routing);
   }
 
-  list(principal: Principal, params: ListParams) {
+  list(principal: Principal, params: ListParams): Promise<TaskListResult> {
     return this.opts.store.list(principal.admin ? undefined : principal.id, params);
   }
 
@@ -289,7 +296,7 @@ export class TaskRuntime {
   async cancel(principal: Principal, taskId: string): Promise<Task> {
     const started = performance.now();
     this.opts.metrics.cancelRequests.inc();
-    const { task } = this.#visible(principal, taskId);
+    const { task } = await this.#visible(principal, taskId);
     let outcome: AbortOutcome = "not_attempted";
     try {
       if (task.status.state === "canceled") return task;
@@ -300,7 +307,7 @@ export class TaskRuntime {
       if (live === undefined) {
         // Stored as running but no turn is live (the gateway restarted mid-turn): cancel the record.
         const stored: Task = { ...task, status: { state: "canceled", timestamp: now() } };
-        this.#lifecycle.save(stored);
+        await this.#lifecycle.save(stored);
         return stored;
       }
       this.#lifecycle.finish(live, "canceled", undefined, {});
@@ -318,8 +325,8 @@ export class TaskRuntime {
    * tasks/resubscribe / SubscribeToTask: the current Task first, then the live events. A terminal task: 0.3
    * replays it once and closes; 1.0 answers UnsupportedOperation.
    */
-  subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): StreamHandle {
-    const { task } = this.#visible(principal, taskId);
+  async subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): Promise<StreamHandle> {
+    const { task } = await this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
     if (live === undefined || isTerminal(live.state)) {
       if (line === "1.0" || !isTerminal(task.status.state)) {
@@ -339,7 +346,7 @@ export class TaskRuntime {
   // ---- restart, lost turns, shutdown --------------------------------------------------------------------------
 
   /** At start: tasks a previous process left running end as failed with GATEWAY_RESTARTED. Returns how many. */
-  failOrphans(): number {
+  failOrphans(): Promise<number> {
     return failOrphans(this.opts.store, (task) => this.#lifecycle.save(task), this.opts.log);
   }
 

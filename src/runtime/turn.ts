@@ -13,7 +13,7 @@ import { sessionTitle, userText, type PromptPart } from "../bridge/parts.js";
 import type { ResolvedSession } from "../bridge/sessions.js";
 import { StreamMapper, type ArtifactOutput, type MapperOutput, type StatusOutput } from "../bridge/stream-mapper.js";
 import type { A2AError } from "../contract/errors.js";
-import { isTerminal, type Message, type Metadata, type Task } from "../protocol/model.js";
+import { isTerminal, type Message, type Metadata } from "../protocol/model.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { Subscription } from "../upstream/hub.js";
 import { isObject } from "../util/object.js";
@@ -21,7 +21,7 @@ import type { AbortUpstream } from "./abort.js";
 import type { Admission } from "./admission.js";
 import { mergeShared, type TaskLifecycle } from "./lifecycle.js";
 import type { ActiveTurn, LiveTask, PromptBody } from "./live-task.js";
-import type { RuntimeOptions } from "./options.js";
+import type { Configure, RuntimeOptions } from "./options.js";
 import { modelOf, turnEnded } from "./requests.js";
 import { asTaskError, errorText } from "./task-error.js";
 import { TurnArtifacts } from "./turn-artifacts.js";
@@ -119,7 +119,7 @@ export class TurnLoop {
    * same loop, so the task goes on (same session, one history) and ends when OpenCode has answered everything.
    * Waits until the turn has started upstream; refused when the turn ends first.
    */
-  async followUp(live: LiveTask, message: Message, parts: PromptPart[], metadata: Metadata, configure: ((task: Task) => void) | undefined): Promise<void> {
+  async followUp(live: LiveTask, message: Message, parts: PromptPart[], metadata: Metadata, configure: Configure | undefined): Promise<void> {
     const turn = await live.turnStarted();
     if (turn === undefined || isTerminal(live.state)) throw turnEnded(live.id, live.state);
     const ordinal = turn.mapper.acceptFollowUp();
@@ -134,7 +134,7 @@ export class TurnLoop {
       turn.mapper.withdrawFollowUp(ordinal);
       throw error;
     }
-    configure?.(live.task);
+    await configure?.(live.task);
     const followUp: Message = { ...message, taskId: live.id, contextId: live.contextId, role: "user" };
     live.update({ history: [...(live.task.history ?? []), followUp] });
     this.deps.opts.metrics.followUps.inc();
@@ -273,7 +273,8 @@ export class TurnLoop {
     } finally {
       for (const t of timers) clearTimeout(t);
       sub?.close();
-      if (isTerminal(live.state) || lifecycle.stopped) this.deps.live.delete(live.id);
+      // Once its writes are in the store: until then a read of the task here is answered from the live task.
+      if (isTerminal(live.state) || lifecycle.stopped) void live.writes.then(() => this.deps.live.get(live.id) === live && this.deps.live.delete(live.id));
     }
   }
 
@@ -341,7 +342,7 @@ export class TurnLoop {
         live.interrupt = interrupt;
         live.update({ metadata: mergeShared(live.task.metadata, { interrupt: interrupt.published }) });
       }
-      lifecycle.save(live.task, event);
+      lifecycle.changed(live, event);
     }
     live.fanout.publish(event);
     live.wake();

@@ -268,7 +268,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       tasksOf.upstreamLost(`the OpenCode process exited (${signal ?? `code ${String(code)}`}) while the turn ran`);
     });
     // Tasks a previous process left running are failed (and their push configs told), then delivery starts.
-    runtime.failOrphans();
+    await runtime.failOrphans();
     push?.start();
   }
   // Messages between OpenCode sessions (seed 002): the opencode.messages.* methods and the MCP messaging tools.

@@ -14,7 +14,7 @@ import { SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
-import { SqliteTaskStore, type TaskStore } from "./tasks.js";
+import { SqlTaskStore, type TaskStore } from "./tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError, type StoreLocation } from "../config/store-url.js";
 
 export type StoreBackend = "sqlite" | "memory";
@@ -82,11 +82,15 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   try {
     // The stores written once with Kysely run on the same connection (./sql/sqlite-dialect.ts).
     const sql = new Kysely<SqlSchema>({ dialect: sqliteDialect(db) });
+    const tasks = await SqlTaskStore.open(sql, {
+      changeCounter: () => db.statement("PRAGMA data_version").pluck().get() as number,
+      ...(options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
+    });
     return {
       backend: options.backend,
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       sql,
-      tasks: new SqliteTaskStore(db, options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
+      tasks,
       sessions: new SqliteSessionStore(db, now),
       pushConfigs: new SqlitePushConfigStore(db, now),
       pushOutbox: new SqlitePushOutboxStore(db, now),

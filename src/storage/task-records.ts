@@ -1,5 +1,5 @@
 // The task store: compact canonical snapshots of the internal Task (src/protocol/model.ts) with the owner and the
-// turn's binding (session, directory, accepted output modes), in SQLite or in memory with the same behaviour.
+// turn's binding (session, directory, accepted output modes), in SQLite or PostgreSQL with the same behaviour.
 // - First terminal state wins: a save never overwrites a stored terminal state (one conditional UPDATE in SQL).
 // - Listing is owner-scoped (undefined owner = admin, all tasks), ordered by status timestamp descending then id
 //   ascending, with 0.3 offset pagination (limit/offset → total, hasMore) and 1.0 keyset pagination (pageSize/
@@ -61,21 +61,20 @@ export interface TaskListResult {
 
 export interface TaskStore {
   /** Insert a new task. A duplicate id → A2AError("INVALID_PARAMS"). */
-  create(task: Task, owner: string, extra?: TaskExtra): void;
-  get(id: string): StoredTask | undefined;
+  create(task: Task, owner: string, extra?: TaskExtra): Promise<void>;
+  get(id: string): Promise<StoredTask | undefined>;
   /**
    * The task and its owner for callers that only read it (GetTask encodes it): unlike get(), the task may be shared
-   * between calls and with the store (the memory store keeps it, deeply frozen, until the task is saved again).
-   * Optional: a store without it is read through get().
+   * between calls and with the store (a read cache keeps it, deeply frozen, until the task is saved again).
    */
-  view?(id: string): StoredTaskView | undefined;
+  view(id: string): Promise<StoredTaskView | undefined>;
   /** Replace the snapshot unless the stored state is already terminal. */
-  save(task: Task): SaveResult;
+  save(task: Task): Promise<SaveResult>;
   /** Update the binding fields of an existing task (only the given keys). Returns false when the task is unknown. */
-  updateExtra(id: string, extra: TaskExtra): boolean;
+  updateExtra(id: string, extra: TaskExtra): Promise<boolean>;
   /** List tasks of `owner` (undefined = every owner). */
-  list(owner: string | undefined, params?: ListParams): TaskListResult;
-  count(): number;
+  list(owner: string | undefined, params?: ListParams): Promise<TaskListResult>;
+  count(): Promise<number>;
 }
 
 export const TERMINAL = [...TERMINAL_STATES];
@@ -173,7 +172,6 @@ export function resolveListQuery(owner: string | undefined, params: ListParams, 
 }
 
 export const serialize = (task: Task): string => JSON.stringify(task);
-export const isTerminalState = (state: string): boolean => TERMINAL_STATES.has(state as TaskState);
 
 /** Build the result from up to pageSize+1 rows in order. */
 export function page(q: ListQuery, rows: { ts: string; id: string; json: string }[], total: number, tokens: PageTokens): TaskListResult {

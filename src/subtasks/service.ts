@@ -85,7 +85,7 @@ export class SubtaskService {
   async run(principal: Principal, params: SubtasksRunParams, line: ProtocolLine, trace?: TraceContext): Promise<SubtasksCallResult> {
     const inputs = itemsOf(params);
     const callRouting = withTrace(resolveRouting(params.metadata as Metadata | undefined, this.opts.routing), trace);
-    const parent = this.#parent(principal, params, callRouting);
+    const parent = await this.#parent(principal, params, callRouting);
     const callId = randomUUID();
     const names = new NameLookup(this.opts.upstream);
 
@@ -165,7 +165,7 @@ export class SubtaskService {
   async cancel(principal: Principal, callId: string, group?: string): Promise<SubtasksCallResult> {
     const record = await this.#call(principal, callId);
     const targets = record.items.filter((i) => i.task_id !== undefined && (group === undefined || i.parallel_group === group));
-    const states = new Map(targets.map((i) => [i.task_id!, this.#state(principal, i.task_id!)]));
+    const states = new Map(await Promise.all(targets.map(async (i) => [i.task_id!, await this.#state(principal, i.task_id!)] as const)));
     const order = [...targets.filter((i) => states.get(i.task_id!) === "submitted"), ...targets.filter((i) => states.get(i.task_id!) !== "submitted")];
     await Promise.all(
       order.map(async (i) => {
@@ -191,9 +191,9 @@ export class SubtaskService {
   }
 
   /** The context and parent session of the call's subtasks. */
-  #parent(principal: Principal, params: SubtasksRunParams, routing: Routing): Parent {
+  async #parent(principal: Principal, params: SubtasksRunParams, routing: Routing): Promise<Parent> {
     if (params.parent_task_id !== undefined) {
-      const task = this.opts.runtime.get(principal, params.parent_task_id);
+      const task = await this.opts.runtime.get(principal, params.parent_task_id);
       if (params.context_id !== undefined && params.context_id !== task.contextId) {
         throw invalid("context_id", `must be the context of parent task ${task.id} (${task.contextId}) or left out`);
       }
@@ -261,19 +261,19 @@ export class SubtaskService {
     }
   }
 
-  #state(principal: Principal, taskId: string): TaskState | undefined {
+  async #state(principal: Principal, taskId: string): Promise<TaskState | undefined> {
     try {
-      return this.opts.runtime.get(principal, taskId).status.state;
+      return (await this.opts.runtime.get(principal, taskId)).status.state;
     } catch {
       return undefined;
     }
   }
 
-  #result(principal: Principal, record: SubtaskCallRecord): SubtasksCallResult {
-    const items = record.items.map((item) => {
-      const state = item.task_id === undefined ? undefined : this.#state(principal, item.task_id);
+  async #result(principal: Principal, record: SubtaskCallRecord): Promise<SubtasksCallResult> {
+    const items = await Promise.all(record.items.map(async (item) => {
+      const state = item.task_id === undefined ? undefined : await this.#state(principal, item.task_id);
       return { ...item, ...(state === undefined ? {} : { state }) };
-    });
+    }));
     const sizes = new Map<string, number>();
     for (const item of record.items) if (item.task_id !== undefined && item.parallel_group !== undefined) sizes.set(item.parallel_group, (sizes.get(item.parallel_group) ?? 0) + 1);
     return { call_id: record.call_id, context_id: record.context_id, items, parallel: [...sizes.values()].some((n) => n > 1) };

@@ -46,4 +46,29 @@ CREATE TABLE IF NOT EXISTS a2a_subtask_calls (
 );
 `,
   },
+  {
+    version: 3,
+    description: "tasks and the store's own settings (the page token key)",
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_tasks (
+  id                    TEXT COLLATE "C" PRIMARY KEY,
+  context_id            TEXT NOT NULL,
+  owner                 TEXT NOT NULL,
+  state                 TEXT NOT NULL,
+  status_timestamp      TEXT COLLATE "C" NOT NULL,
+  session_id            TEXT,
+  directory             TEXT,
+  accepted_output_modes TEXT,
+  task_json             TEXT NOT NULL,
+  created_at            TEXT NOT NULL,
+  updated_at            TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_tasks_owner_ts ON a2a_tasks (owner, status_timestamp DESC, id);
+CREATE INDEX IF NOT EXISTS a2a_tasks_owner_context_ts ON a2a_tasks (owner, context_id, status_timestamp DESC, id);
+CREATE TABLE IF NOT EXISTS a2a_store_meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+`,
+  },
 ];

@@ -33,7 +33,31 @@ export interface SubtaskCallsTable {
   items_json: string;
 }
 
+export interface TasksTable {
+  id: string;
+  context_id: string;
+  owner: string;
+  state: string;
+  /** Canonical ISO 8601 UTC with milliseconds (sorts as text). */
+  status_timestamp: string;
+  session_id: string | null;
+  directory: string | null;
+  /** JSON array of media types. */
+  accepted_output_modes: string | null;
+  task_json: string;
+  /** ISO 8601. */
+  created_at: string;
+  updated_at: string;
+}
+
+export interface StoreMetaTable {
+  key: string;
+  value: string;
+}
+
 export interface SqlSchema {
+  a2a_tasks: TasksTable;
+  a2a_store_meta: StoreMetaTable;
   a2a_session_messages: SessionMessagesTable;
   a2a_subtask_calls: SubtaskCallsTable;
 }

@@ -1,0 +1,214 @@
+// The task store written once with Kysely for SQLite and PostgreSQL (a2a_tasks); the contract is in ./task-records.ts.
+// First terminal state wins in SQL: the save is one UPDATE whose WHERE clause refuses a stored terminal state, atomic
+// against any other writer (another request, another gateway on the same database).
+import crypto from "node:crypto";
+import { sql, type Kysely } from "kysely";
+import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
+import type { ListParams, Task, TaskState } from "../protocol/model.js";
+import { int, storeCall } from "./sql/rows.js";
+import type { SqlSchema } from "./sql/schema.js";
+import { canonicalTimestamp, deepFreeze, invalid, page, PageTokens, resolveListQuery, serialize, TERMINAL, type SaveResult, type StoredTask, type StoredTaskView, type TaskExtra, type TaskListResult, type TaskStore } from "./task-records.js";
+
+export interface SqlTaskStoreOptions {
+  /**
+   * Read cache (A2A_TASK_STORE_CACHE_SIZE): how many tasks view() keeps parsed and frozen, least recently read
+   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE. Only with `changeCounter`.
+   */
+  cacheSize?: number;
+  /**
+   * A number that changes whenever another connection commits (SQLite: `PRAGMA data_version`). Without it nothing
+   * is cached: on PostgreSQL other gateways write the same rows.
+   */
+  changeCounter?: () => number;
+}
+
+/** What the store objects bound to one database (and to its transactions) share. */
+interface Shared {
+  tokens: PageTokens;
+  views: Map<string, StoredTaskView>;
+  cacheSize: number;
+  changeCounter: (() => number) | undefined;
+  dataVersion: number;
+  /** Counts the writes through this store: a read that raced a write does not cache what it read. */
+  writes: number;
+}
+
+const PAGE_TOKEN_KEY = "page_token_key";
+
+/**
+ * Tasks in a2a_tasks: indexed columns (state, context_id, owner, status_timestamp) next to the JSON snapshot.
+ *
+ * view() (GetTask) is served, on SQLite, from a bounded read cache of parsed, deeply frozen snapshots. It stays exact:
+ *   - a save through this store drops the task's entry before it writes, and a read that overlapped a write does not
+ *     fill the cache;
+ *   - every read first asks for the change counter (SQLite's `PRAGMA data_version`, which changes when another
+ *     connection commits); the whole cache is dropped then. The counter fails like any other read when the database
+ *     is unusable, so a cached task is never served from a broken store;
+ *   - nothing read inside a transaction is cached (it may yet be rolled back).
+ */
+export class SqlTaskStore implements TaskStore {
+  private constructor(
+    private readonly db: Kysely<SqlSchema>,
+    private readonly shared: Shared,
+    private readonly inTransaction: boolean,
+  ) {}
+
+  /** Opens the store on `db`: reads (or makes, once for every gateway on the database) the page token key. */
+  static async open(db: Kysely<SqlSchema>, options: SqlTaskStoreOptions = {}): Promise<SqlTaskStore> {
+    const key = await storeCall("tasks.open", async () => {
+      await db
+        .insertInto("a2a_store_meta")
+        .values({ key: PAGE_TOKEN_KEY, value: crypto.randomBytes(32).toString("hex") })
+        .onConflict((oc) => oc.column("key").doNothing())
+        .execute();
+      const row = await db.selectFrom("a2a_store_meta").select("value").where("key", "=", PAGE_TOKEN_KEY).executeTakeFirstOrThrow();
+      return Buffer.from(row.value, "hex");
+    });
+    const cacheSize = options.changeCounter === undefined ? 0 : (options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE);
+    return new SqlTaskStore(db, { tokens: new PageTokens(key), views: new Map(), cacheSize, changeCounter: options.changeCounter, dataVersion: -1, writes: 0 }, false);
+  }
+
+  /** The same store writing through `trx` (Storage.atomically): it shares the cache's invalidation, never fills it. */
+  within(trx: Kysely<SqlSchema>): SqlTaskStore {
+    return new SqlTaskStore(trx, this.shared, true);
+  }
+
+  async create(task: Task, owner: string, extra: TaskExtra = {}): Promise<void> {
+    this.shared.writes++;
+    const stamp = new Date().toISOString();
+    const result = await storeCall("tasks.create", () =>
+      this.db
+        .insertInto("a2a_tasks")
+        .values({
+          id: task.id,
+          context_id: task.contextId,
+          owner,
+          state: task.status.state,
+          status_timestamp: canonicalTimestamp(task.status.timestamp),
+          session_id: extra.sessionId ?? null,
+          directory: extra.directory ?? null,
+          accepted_output_modes: extra.acceptedOutputModes === undefined ? null : JSON.stringify(extra.acceptedOutputModes),
+          task_json: serialize(task),
+          created_at: stamp,
+          updated_at: stamp,
+        })
+        .onConflict((oc) => oc.column("id").doNothing())
+        .executeTakeFirst(),
+    );
+    if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 0) throw invalid("id", `task ${task.id} already exists`);
+  }
+
+  async get(id: string): Promise<StoredTask | undefined> {
+    const row = await storeCall("tasks.get", () =>
+      this.db
+        .selectFrom("a2a_tasks")
+        .select(["owner", "task_json", "session_id", "directory", "accepted_output_modes", "created_at", "updated_at"])
+        .where("id", "=", id)
+        .executeTakeFirst(),
+    );
+    if (row === undefined) return undefined;
+    const out: StoredTask = { task: JSON.parse(row.task_json) as Task, owner: row.owner, createdAt: row.created_at, updatedAt: row.updated_at };
+    if (row.accepted_output_modes !== null) out.acceptedOutputModes = JSON.parse(row.accepted_output_modes) as string[];
+    if (row.session_id !== null) out.sessionId = row.session_id;
+    if (row.directory !== null) out.directory = row.directory;
+    return out;
+  }
+
+  async view(id: string): Promise<StoredTaskView | undefined> {
+    const shared = this.shared;
+    const caching = shared.cacheSize > 0 && !this.inTransaction;
+    if (caching) {
+      const version = await storeCall("tasks.view", async () => shared.changeCounter!());
+      if (version !== shared.dataVersion) {
+        shared.views.clear();
+        shared.dataVersion = version;
+      }
+      const hit = shared.views.get(id);
+      if (hit !== undefined) {
+        // Most recently read last: the first key is the one to drop.
+        shared.views.delete(id);
+        shared.views.set(id, hit);
+        return hit;
+      }
+    }
+    const writes = shared.writes;
+    // Only what a read needs: no binding columns to fetch and decode.
+    const row = await storeCall("tasks.view", () => this.db.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id).executeTakeFirst());
+    if (row === undefined) return undefined;
+    const view: StoredTaskView = { task: JSON.parse(row.task_json) as Task, owner: row.owner };
+    if (caching && writes === shared.writes) {
+      deepFreeze(view.task);
+      shared.views.set(id, view);
+      if (shared.views.size > shared.cacheSize) shared.views.delete(shared.views.keys().next().value!);
+    }
+    return view;
+  }
+
+  /** Tasks view() holds parsed (for tests). */
+  get cachedViews(): number {
+    return this.shared.views.size;
+  }
+
+  async save(task: Task): Promise<SaveResult> {
+    this.shared.writes++;
+    this.shared.views.delete(task.id);
+    return storeCall("tasks.save", async () => {
+      // The terminal guard is the WHERE clause itself: atomic against any other writer.
+      const result = await this.db
+        .updateTable("a2a_tasks")
+        .set({
+          task_json: serialize(task),
+          state: task.status.state,
+          status_timestamp: canonicalTimestamp(task.status.timestamp),
+          context_id: task.contextId,
+          updated_at: new Date().toISOString(),
+        })
+        .where("id", "=", task.id)
+        .where("state", "not in", TERMINAL)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 1) return { applied: true } as const;
+      const row = await this.db.selectFrom("a2a_tasks").select("state").where("id", "=", task.id).executeTakeFirst();
+      return row === undefined ? ({ applied: false, reason: "not_found" } as const) : ({ applied: false, reason: "terminal", state: row.state as TaskState } as const);
+    });
+  }
+
+  async updateExtra(id: string, extra: TaskExtra): Promise<boolean> {
+    const set: { session_id?: string; directory?: string; accepted_output_modes?: string } = {};
+    if (extra.sessionId !== undefined) set.session_id = extra.sessionId;
+    if (extra.directory !== undefined) set.directory = extra.directory;
+    if (extra.acceptedOutputModes !== undefined) set.accepted_output_modes = JSON.stringify(extra.acceptedOutputModes);
+    return storeCall("tasks.updateExtra", async () => {
+      if (Object.keys(set).length === 0) {
+        return (await this.db.selectFrom("a2a_tasks").select("id").where("id", "=", id).executeTakeFirst()) !== undefined;
+      }
+      const result = await this.db.updateTable("a2a_tasks").set(set).where("id", "=", id).executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    });
+  }
+
+  async list(owner: string | undefined, params: ListParams = {}): Promise<TaskListResult> {
+    const q = resolveListQuery(owner, params, this.shared.tokens);
+    return storeCall("tasks.list", async () => {
+      let filtered = this.db.selectFrom("a2a_tasks");
+      if (q.owner !== undefined) filtered = filtered.where("owner", "=", q.owner);
+      if (q.contextId !== undefined) filtered = filtered.where("context_id", "=", q.contextId);
+      if (q.state !== undefined) filtered = filtered.where("state", "=", q.state);
+      if (q.after !== undefined) filtered = filtered.where("status_timestamp", ">", q.after);
+      const counted = await filtered.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow();
+      let rows = filtered.select(["id", "status_timestamp as ts", "task_json as json"]);
+      const cursor = q.cursor;
+      if (cursor !== undefined) {
+        rows = rows.where((eb) => eb.or([eb("status_timestamp", "<", cursor.ts), eb.and([eb("status_timestamp", "=", cursor.ts), eb("id", ">", cursor.id)])]));
+      }
+      const found = await rows.orderBy("status_timestamp", "desc").orderBy("id", "asc").limit(q.pageSize + 1).offset(q.offset).execute();
+      return page(q, found, int(counted.n as number | string | bigint), this.shared.tokens);
+    });
+  }
+
+  async count(): Promise<number> {
+    return storeCall("tasks.count", async () => {
+      const row = await this.db.selectFrom("a2a_tasks").select(sql<number | string | bigint>`COUNT(*)`.as("n")).executeTakeFirstOrThrow();
+      return int(row.n);
+    });
+  }
+}
