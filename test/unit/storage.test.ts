@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { expectA2AError } from "../support/errors.js";
+import { expectA2AError, rejectsA2AError } from "../support/errors.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import type { PushConfig, Task, TaskState } from "../../src/protocol/model.js";
 import {
@@ -75,191 +75,8 @@ describe.each(backends)("%s backend", (_name, open) => {
   });
   afterEach(() => storage.close());
 
-  describe("tasks", () => {
-    it("round-trips create/get/save with the binding fields, returning copies", () => {
-      const task = makeTask("t1");
-      storage.tasks.create(task, "alice", { acceptedOutputModes: ["text/plain"], sessionId: "ses_1", directory: "/w" });
-      const got = storage.tasks.get("t1");
-      expect(got).toMatchObject({ task, owner: "alice", acceptedOutputModes: ["text/plain"], sessionId: "ses_1", directory: "/w" });
-      expect(typeof got?.createdAt).toBe("string");
-      got!.task.status.state = "failed";
-      expect(storage.tasks.get("t1")?.task.status.state).toBe("working");
-
-      const next = { ...task, status: { state: "input-required" as const, timestamp: ts(5) }, artifacts: [{ artifactId: "a", parts: [{ kind: "text" as const, text: "x" }] }] };
-      expect(storage.tasks.save(next)).toEqual({ applied: true });
-      expect(storage.tasks.get("t1")?.task).toEqual(next);
-      expect(storage.tasks.get("nope")).toBeUndefined();
-      expect(storage.tasks.count()).toBe(1);
-    });
-
-    it("view(): the task and owner as get() has them, read-only, and current after every save", () => {
-      const task = makeTask("t1");
-      storage.tasks.create(task, "alice", { sessionId: "ses_1" });
-      const view = storage.tasks.view!("t1");
-      expect(view).toEqual({ task, owner: "alice" });
-      expect(view?.task).toEqual(storage.tasks.get("t1")?.task);
-      // Both stores share the parsed snapshot between reads (SQLite through its read cache): deeply frozen, it
-      // cannot be written through.
-      expect(storage.tasks.view!("t1")).toBe(view);
-      expect(() => ((view!.task.status as { state: string }).state = "failed")).toThrow(TypeError);
-      expect(Object.isFrozen(view!.task.history![0]!.parts[0])).toBe(true);
-      expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
-      const next = { ...task, status: { state: "completed" as const, timestamp: ts(9) } };
-      expect(storage.tasks.save(next)).toEqual({ applied: true });
-      expect(storage.tasks.view!("t1")?.task).toEqual(next);
-      expect(storage.tasks.view!("nope")).toBeUndefined();
-    });
-
-    it("omits absent binding fields and updates them selectively", () => {
-      storage.tasks.create(makeTask("t1"), "alice");
-      const got = storage.tasks.get("t1")!;
-      expect("sessionId" in got || "directory" in got || "acceptedOutputModes" in got).toBe(false);
-      expect(storage.tasks.updateExtra("t1", { sessionId: "ses_9" })).toBe(true);
-      expect(storage.tasks.updateExtra("t1", { directory: "/d" })).toBe(true);
-      expect(storage.tasks.get("t1")).toMatchObject({ sessionId: "ses_9", directory: "/d" });
-      expect(storage.tasks.updateExtra("missing", { sessionId: "x" })).toBe(false);
-    });
-
-    it("rejects a duplicate id and reports saves of unknown tasks", () => {
-      storage.tasks.create(makeTask("t1"), "alice");
-      expectA2AError(() => storage.tasks.create(makeTask("t1"), "bob"), "INVALID_PARAMS", { field: "id" });
-      expect(storage.tasks.get("t1")?.owner).toBe("alice");
-      expect(storage.tasks.save(makeTask("ghost"))).toEqual({ applied: false, reason: "not_found" });
-    });
-
-    it("keeps the first terminal state", () => {
-      storage.tasks.create(makeTask("t1"), "alice");
-      // Two writers holding the same working snapshot race to finish it.
-      const a = structuredClone(storage.tasks.get("t1")!.task);
-      const b = structuredClone(a);
-      a.status = { state: "completed", timestamp: ts(10) };
-      b.status = { state: "canceled", timestamp: ts(11) };
-      expect(storage.tasks.save(a)).toEqual({ applied: true });
-      expect(storage.tasks.save(b)).toEqual({ applied: false, reason: "terminal", state: "completed" });
-      expect(storage.tasks.save({ ...a, status: { state: "working", timestamp: ts(12) } }).applied).toBe(false);
-      const stored = storage.tasks.get("t1")!.task;
-      expect(stored.status).toEqual({ state: "completed", timestamp: ts(10) });
-      expect(storage.tasks.list(undefined, { state: "completed" }).tasks.map((t) => t.id)).toEqual(["t1"]);
-      expect(storage.tasks.list(undefined, { state: "canceled" }).tasks).toEqual([]);
-    });
-
-    it("a task created terminal stays terminal", () => {
-      storage.tasks.create(makeTask("t1", { state: "rejected" }), "alice");
-      expect(storage.tasks.save(makeTask("t1", { state: "working" }))).toMatchObject({ applied: false, state: "rejected" });
-    });
-
-    describe("list", () => {
-      beforeEach(() => {
-        storage.tasks.create(makeTask("a1", { contextId: "c1", at: ts(1) }), "alice");
-        storage.tasks.create(makeTask("a2", { contextId: "c2", at: ts(3), state: "completed" }), "alice");
-        storage.tasks.create(makeTask("a3", { contextId: "c1", at: ts(2), state: "failed" }), "alice");
-        storage.tasks.create(makeTask("b1", { contextId: "c1", at: ts(4) }), "bob");
-      });
-
-      it("is owner-scoped, admin sees all, newest status first", () => {
-        expect(storage.tasks.list("alice").tasks.map((t) => t.id)).toEqual(["a2", "a3", "a1"]);
-        expect(storage.tasks.list("bob").tasks.map((t) => t.id)).toEqual(["b1"]);
-        expect(storage.tasks.list("carol")).toMatchObject({ tasks: [], total: 0, totalSize: 0, hasMore: false, nextPageToken: "" });
-        const all = storage.tasks.list(undefined);
-        expect(all.tasks.map((t) => t.id)).toEqual(["b1", "a2", "a3", "a1"]);
-        expect(all).toMatchObject({ total: 4, totalSize: 4, pageSize: 50 });
-      });
-
-      it("filters by contextId, state and statusTimestampAfter (strictly after)", () => {
-        expect(storage.tasks.list("alice", { contextId: "c1" }).tasks.map((t) => t.id)).toEqual(["a3", "a1"]);
-        expect(storage.tasks.list(undefined, { contextId: "c1", state: "working" }).tasks.map((t) => t.id)).toEqual(["b1", "a1"]);
-        expect(storage.tasks.list("alice", { statusTimestampAfter: ts(2) }).tasks.map((t) => t.id)).toEqual(["a2"]);
-        // Another spelling of the same instant (no milliseconds, offset) compares the same.
-        expect(storage.tasks.list("alice", { statusTimestampAfter: "2025-01-01T01:00:01+01:00" }).totalSize).toBe(2);
-        expect(storage.tasks.list(undefined, { state: "failed" }).tasks.map((t) => t.id)).toEqual(["a3"]);
-      });
-
-      it("orders by the status timestamp after saves", () => {
-        storage.tasks.save(makeTask("a1", { contextId: "c1", at: ts(9) }));
-        expect(storage.tasks.list("alice").tasks.map((t) => t.id)).toEqual(["a1", "a2", "a3"]);
-      });
-
-      it("rejects invalid parameters", () => {
-        expectA2AError(() => storage.tasks.list("alice", { statusTimestampAfter: "yesterday" }), "INVALID_PARAMS", { field: "statusTimestampAfter" });
-        expectA2AError(() => storage.tasks.list("alice", { limit: -1 }), "INVALID_PARAMS", { field: "limit" });
-        expectA2AError(() => storage.tasks.list("alice", { pageSize: 1.5 }), "INVALID_PARAMS", { field: "pageSize" });
-        expectA2AError(() => storage.tasks.list("alice", { offset: -3 }), "INVALID_PARAMS", { field: "offset" });
-        expectA2AError(() => storage.tasks.list("alice", { state: "bogus" as TaskState }), "INVALID_PARAMS", { field: "state" });
-      });
-    });
-
-    it("paginates by offset (0.3): total and hasMore; limit defaults to 50 and caps at 100", () => {
-      for (let i = 0; i < 120; i++) storage.tasks.create(makeTask(`t${String(i).padStart(3, "0")}`, { at: ts(i) }), "alice");
-      const first = storage.tasks.list("alice", { limit: 3 });
-      expect(first.tasks.map((t) => t.id)).toEqual(["t119", "t118", "t117"]);
-      expect(first).toMatchObject({ total: 120, hasMore: true });
-      const last = storage.tasks.list("alice", { limit: 3, offset: 118 });
-      expect(last.tasks.map((t) => t.id)).toEqual(["t001", "t000"]);
-      expect(last).toMatchObject({ total: 120, hasMore: false, nextPageToken: "" });
-      expect(storage.tasks.list("alice", { offset: 500 })).toMatchObject({ tasks: [], total: 120, hasMore: false });
-      expect(storage.tasks.list("alice").tasks).toHaveLength(50);
-      expect(storage.tasks.list("alice", { limit: 500 }).tasks).toHaveLength(100);
-      expect(storage.tasks.list("alice", { pageSize: 500 })).toMatchObject({ pageSize: 100, hasMore: true });
-      expect(storage.tasks.count()).toBe(120);
-    });
-
-    it("paginates by token (1.0): every task exactly once, in a stable order, even with equal timestamps", () => {
-      const ids: string[] = [];
-      for (let i = 0; i < 25; i++) {
-        const id = `k${(i * 7) % 25}`; // inserted out of id order
-        ids.push(id);
-        storage.tasks.create(makeTask(id, { at: ts(i % 3), contextId: i % 5 === 0 ? "odd" : "c" }), "alice");
-      }
-      storage.tasks.create(makeTask("other", { at: ts(1) }), "bob");
-      // Status timestamp descending (ts(i % 3) for the i-th inserted), then id ascending.
-      const second = (id: string) => ids.indexOf(id) % 3;
-      const expected = [...ids].sort((x, y) => second(y) - second(x) || (x < y ? -1 : 1));
-      const seen: string[] = [];
-      let token = "";
-      let pages = 0;
-      do {
-        const page = storage.tasks.list("alice", { pageSize: 4, pageToken: token });
-        expect(page.totalSize).toBe(25);
-        expect(page.tasks.length).toBeLessThanOrEqual(4);
-        seen.push(...page.tasks.map((t) => t.id));
-        token = page.nextPageToken;
-        pages++;
-      } while (token !== "" && pages < 50);
-      expect(pages).toBe(7);
-      expect(seen).toEqual(expected);
-
-      // With a filter: the token walk stays within it.
-      const filtered: string[] = [];
-      let t2 = "";
-      do {
-        const page = storage.tasks.list("alice", { contextId: "odd", pageSize: 2, pageToken: t2 });
-        filtered.push(...page.tasks.map((t) => t.id));
-        t2 = page.nextPageToken;
-      } while (t2 !== "");
-      expect(filtered).toEqual(expected.filter((id) => ["k0", "k10", "k20", "k5", "k15"].includes(id)));
-    });
-
-    it("rejects tampered, foreign or garbage page tokens", () => {
-      for (let i = 0; i < 5; i++) storage.tasks.create(makeTask(`t${i}`, { at: ts(i) }), "alice");
-      const token = storage.tasks.list("alice", { pageSize: 2 }).nextPageToken;
-      expect(token).not.toBe("");
-      expect(storage.tasks.list("alice", { pageSize: 2, pageToken: token }).tasks.map((t) => t.id)).toEqual(["t2", "t1"]);
-      const [payload, sig] = token.split(".") as [string, string];
-      const forged = Buffer.from(JSON.stringify([ts(9), "t0"])).toString("base64url");
-      const flip = (s: string) => (s[0] === "A" ? "B" : "A") + s.slice(1);
-      for (const bad of [`${forged}.${sig}`, `${payload}.${flip(sig)}`, `${flip(payload)}.${sig}`, "garbage", `${token}.x`, payload]) {
-        expectA2AError(() => storage.tasks.list("alice", { pageSize: 2, pageToken: bad }), "INVALID_PARAMS", { field: "pageToken" });
-      }
-      // Bound to the query: another owner or another filter cannot reuse it.
-      expectA2AError(() => storage.tasks.list("bob", { pageSize: 2, pageToken: token }), "INVALID_PARAMS");
-      expectA2AError(() => storage.tasks.list(undefined, { pageSize: 2, pageToken: token }), "INVALID_PARAMS");
-      expectA2AError(() => storage.tasks.list("alice", { contextId: "ctx-1", pageSize: 2, pageToken: token }), "INVALID_PARAMS");
-      expectA2AError(() => storage.tasks.list("alice", { pageToken: token, offset: 2 }), "INVALID_PARAMS", { field: "offset" });
-    });
-  });
-
   describe("sessions", () => {
-    it("binds (owner, contextId, scopeKey) to a session", () => {
+    it("binds (owner, contextId, scopeKey) to a session", async () => {
       const s = storage.sessions;
       expect(s.getBinding("alice", "c1")).toBeUndefined();
       s.setBinding("alice", "c1", "", "ses_a");
@@ -281,14 +98,14 @@ describe.each(backends)("%s backend", (_name, open) => {
       expect(s.getBinding("alice", "c1", "workspace:ws1")).toBe("ses_c");
     });
 
-    it("keeps the first owner of a session", () => {
+    it("keeps the first owner of a session", async () => {
       expect(storage.sessions.getOwner("ses_1")).toBeUndefined();
       expect(storage.sessions.setOwner("ses_1", "alice")).toBe("alice");
       expect(storage.sessions.setOwner("ses_1", "bob")).toBe("alice");
       expect(storage.sessions.getOwner("ses_1")).toBe("alice");
     });
 
-    it("claims, renews, expires, finalizes and releases pending claims", () => {
+    it("claims, renews, expires, finalizes and releases pending claims", async () => {
       const s = storage.sessions;
       const first = s.claim("ses_1", "alice", 60);
       expect(first).toEqual({ status: "claimed", expiresAt: time.now() + 60_000 });
@@ -324,7 +141,7 @@ describe.each(backends)("%s backend", (_name, open) => {
       expect(s.getClaim("ses_2")?.owner).toBe("bob");
     });
 
-    it("purges only expired claims", () => {
+    it("purges only expired claims", async () => {
       const s = storage.sessions;
       s.claim("ses_a", "x", 1);
       s.claim("ses_b", "x", 10);
@@ -334,7 +151,7 @@ describe.each(backends)("%s backend", (_name, open) => {
       expect(s.purgeExpired()).toBe(0);
     });
 
-    it("serves the resolver's SessionRecords view", () => {
+    it("serves the resolver's SessionRecords view", async () => {
       const view = sessionRecordsView(storage.sessions);
       expect(view.claim("ses_1", "alice", 5_000)).toBe(true);
       expect(view.claim("ses_1", "bob", 5_000)).toBe(false);
@@ -352,7 +169,7 @@ describe.each(backends)("%s backend", (_name, open) => {
   describe("push configs", () => {
     const cfg = (taskId: string, id: string, url = `https://hook.example/${id}`): PushConfig => ({ taskId, id, url, token: "tok" });
 
-    it("sets, gets, lists in creation order, upserts in place, deletes", () => {
+    it("sets, gets, lists in creation order, upserts in place, deletes", async () => {
       const p = storage.pushConfigs;
       p.set(cfg("t1", "a"));
       p.set({ ...cfg("t1", "b"), authentication: { schemes: ["Bearer"], credentials: "c" } });
@@ -387,17 +204,17 @@ describe("sqlite specifics", () => {
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 2 });
       const off = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 0 });
       try {
-        for (const s of [storage, off]) for (const id of ["t1", "t2", "t3"]) s.tasks.create(makeTask(id), "alice");
-        const first = storage.tasks.view!("t1");
-        storage.tasks.view!("t2");
-        expect(storage.tasks.view!("t1")).toBe(first); // t1 read again: t2 is now the least recent
-        storage.tasks.view!("t3");
+        for (const s of [storage, off]) for (const id of ["t1", "t2", "t3"]) await s.tasks.create(makeTask(id), "alice");
+        const first = (await storage.tasks.view("t1"));
+        await storage.tasks.view("t2");
+        expect((await storage.tasks.view("t1"))).toBe(first); // t1 read again: t2 is now the least recent
+        await storage.tasks.view("t3");
         expect(cached(storage)).toBe(2);
-        expect(storage.tasks.view!("t1")).toBe(first); // kept
-        expect(storage.tasks.view!("t2")).not.toBe(storage.tasks.view!("t3")); // t2 was read anew
-        for (const id of ["t1", "t2", "t3", "nope"]) expect(off.tasks.view!(id)).toEqual(storage.tasks.view!(id));
+        expect((await storage.tasks.view("t1"))).toBe(first); // kept
+        expect((await storage.tasks.view("t2"))).not.toBe((await storage.tasks.view("t3"))); // t2 was read anew
+        for (const id of ["t1", "t2", "t3", "nope"]) expect((await off.tasks.view(id))).toEqual((await storage.tasks.view(id)));
         expect(cached(off)).toBe(0);
-        expect(off.tasks.view!("t1")).not.toBe(off.tasks.view!("t1"));
+        expect((await off.tasks.view("t1"))).not.toBe((await off.tasks.view("t1")));
       } finally {
         storage.close();
         off.close();
@@ -409,14 +226,14 @@ describe("sqlite specifics", () => {
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
       const other = pinDatabase(new Database(file));
       try {
-        storage.tasks.create(makeTask("t1"), "alice");
-        expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
+        await storage.tasks.create(makeTask("t1"), "alice");
+        expect((await storage.tasks.view("t1"))?.task.status.state).toBe("working");
         expect(cached(storage)).toBe(1);
         const completed = makeTask("t1", { state: "completed", at: ts(3) });
         prepare(other, "UPDATE a2a_tasks SET task_json = ?, state = 'completed', owner = 'bob' WHERE id = 't1'").run(JSON.stringify(completed));
-        expect(storage.tasks.view!("t1")).toEqual({ task: completed, owner: "bob" });
+        expect((await storage.tasks.view("t1"))).toEqual({ task: completed, owner: "bob" });
         prepare(other, "DELETE FROM a2a_tasks WHERE id = 't1'").run();
-        expect(storage.tasks.view!("t1")).toBeUndefined();
+        expect((await storage.tasks.view("t1"))).toBeUndefined();
       } finally {
         other.close();
         storage.close();
@@ -426,38 +243,38 @@ describe("sqlite specifics", () => {
     it("caches nothing read inside a transaction that is then rolled back", async () => {
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
       try {
-        storage.tasks.create(makeTask("t1"), "alice");
-        expect(() =>
-          storage.atomically(() => {
-            storage.tasks.save(makeTask("t1", { state: "completed", at: ts(4) }));
-            expect(storage.tasks.view!("t1")?.task.status.state).toBe("completed"); // the transaction's own write
+        await storage.tasks.create(makeTask("t1"), "alice");
+        await expect(
+          storage.atomically(async (tx) => {
+            await tx.tasks.save(makeTask("t1", { state: "completed", at: ts(4) }));
+            expect((await tx.tasks.view("t1"))?.task.status.state).toBe("completed"); // the transaction's own write
             throw new Error("rolled back");
           }),
-        ).toThrow(/rolled back/);
-        expect(storage.tasks.view!("t1")?.task.status.state).toBe("working");
-        expect(storage.tasks.get("t1")?.task.status.state).toBe("working");
+        ).rejects.toThrow(/rolled back/);
+        expect((await storage.tasks.view("t1"))?.task.status.state).toBe("working");
+        expect((await storage.tasks.get("t1"))?.task.status.state).toBe("working");
       } finally {
-        storage.close();
+        await storage.close();
       }
     });
 
     it("never answers from the cache once the database is unusable", async () => {
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
-      storage.tasks.create(makeTask("t1"), "alice");
-      expect(storage.tasks.view!("t1")).toBeDefined();
+      await storage.tasks.create(makeTask("t1"), "alice");
+      expect((await storage.tasks.view("t1"))).toBeDefined();
       expect(cached(storage)).toBe(1);
       storage.close();
-      expectA2AError(() => storage.tasks.view!("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.view" });
+      await rejectsA2AError(() => storage.tasks.view("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.view" });
     });
 
     it("a save that loses to a stored terminal state leaves the terminal task readable", async () => {
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")) });
       try {
-        storage.tasks.create(makeTask("t1"), "alice");
-        storage.tasks.save(makeTask("t1", { state: "canceled", at: ts(1) }));
-        expect(storage.tasks.view!("t1")?.task.status.state).toBe("canceled");
-        expect(storage.tasks.save(makeTask("t1", { state: "completed", at: ts(2) }))).toEqual({ applied: false, reason: "terminal", state: "canceled" });
-        expect(storage.tasks.view!("t1")?.task.status).toEqual({ state: "canceled", timestamp: ts(1) });
+        await storage.tasks.create(makeTask("t1"), "alice");
+        await storage.tasks.save(makeTask("t1", { state: "canceled", at: ts(1) }));
+        expect((await storage.tasks.view("t1"))?.task.status.state).toBe("canceled");
+        expect((await storage.tasks.save(makeTask("t1", { state: "completed", at: ts(2) })))).toEqual({ applied: false, reason: "terminal", state: "canceled" });
+        expect((await storage.tasks.view("t1"))?.task.status).toEqual({ state: "canceled", timestamp: ts(1) });
       } finally {
         storage.close();
       }
@@ -469,7 +286,7 @@ describe("sqlite specifics", () => {
     const file = path.join(dir, "a2a.db");
     const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
-      storage.tasks.create(makeTask("t1"), "alice");
+      await storage.tasks.create(makeTask("t1"), "alice");
       expect(mode(dir)).toBe(0o700);
       expect(mode(path.dirname(dir))).toBe(0o700);
       expect(mode(file)).toBe(0o600);
@@ -492,7 +309,7 @@ describe("sqlite specifics", () => {
     expect(mode(dir)).toBe(0o755);
   });
 
-  it("refuses symlinks and non-regular files", () => {
+  it("refuses symlinks and non-regular files", async () => {
     const dir = freshDir();
     fs.mkdirSync(dir);
     const target = path.join(dir, "real.db");
@@ -512,7 +329,7 @@ describe("sqlite specifics", () => {
     expectStorageError(() => openStorage({ backend: "sqlite", url: dbUrl(withWal) }), "UNSAFE_PATH", /-wal/);
   });
 
-  it("refuses a file that is not a database", () => {
+  it("refuses a file that is not a database", async () => {
     const file = path.join(freshDir(), "junk.db");
     fs.mkdirSync(path.dirname(file));
     fs.writeFileSync(file, "this is not a sqlite database, not at all".repeat(40));
@@ -522,34 +339,34 @@ describe("sqlite specifics", () => {
   it("keeps everything across close and reopen, including page tokens", async () => {
     const file = path.join(freshDir(), "a2a.db");
     const first = await openStorage({ backend: "sqlite", url: dbUrl(file) });
-    first.tasks.create(makeTask("t1", { at: ts(1) }), "alice", { sessionId: "ses_1" });
-    first.tasks.create(makeTask("t2", { at: ts(2) }), "alice");
-    first.tasks.save(makeTask("t1", { state: "completed", at: ts(3) }));
+    await first.tasks.create(makeTask("t1", { at: ts(1) }), "alice", { sessionId: "ses_1" });
+    await first.tasks.create(makeTask("t2", { at: ts(2) }), "alice");
+    await first.tasks.save(makeTask("t1", { state: "completed", at: ts(3) }));
     first.sessions.setBinding("alice", "c1", "", "ses_1");
     first.sessions.setOwner("ses_1", "alice");
     first.sessions.claim("ses_2", "bob", 3600);
     first.pushConfigs.set({ taskId: "t1", id: "p", url: "https://x.example/" });
-    const token = first.tasks.list("alice", { pageSize: 1 }).nextPageToken;
+    const token = (await first.tasks.list("alice", { pageSize: 1 })).nextPageToken;
     first.close();
     first.close(); // idempotent
     expect(!fs.existsSync(`${file}-wal`) || fs.statSync(`${file}-wal`).size === 0).toBe(true); // checkpointed
 
     const second = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
-      expect(second.tasks.get("t1")).toMatchObject({ owner: "alice", sessionId: "ses_1", task: { status: { state: "completed" } } });
-      expect(second.tasks.save(makeTask("t1", { state: "failed" })).applied).toBe(false);
-      expect(second.tasks.list("alice", { pageSize: 1, pageToken: token }).tasks.map((t) => t.id)).toEqual(["t2"]);
+      expect((await second.tasks.get("t1"))).toMatchObject({ owner: "alice", sessionId: "ses_1", task: { status: { state: "completed" } } });
+      expect((await second.tasks.save(makeTask("t1", { state: "failed" }))).applied).toBe(false);
+      expect((await second.tasks.list("alice", { pageSize: 1, pageToken: token })).tasks.map((t) => t.id)).toEqual(["t2"]);
       expect(second.sessions.getBinding("alice", "c1", "")).toBe("ses_1");
       expect(second.sessions.getOwner("ses_1")).toBe("alice");
       expect(second.sessions.getClaim("ses_2")?.owner).toBe("bob");
       expect(second.pushConfigs.list("t1")).toEqual([{ taskId: "t1", id: "p", url: "https://x.example/" }]);
-      expect(second.tasks.count()).toBe(2);
+      expect((await second.tasks.count())).toBe(2);
     } finally {
       second.close();
     }
   });
 
-  it("sets the durability pragmas", () => {
+  it("sets the durability pragmas", async () => {
     const db = openDatabase({ kind: "file", path: path.join(freshDir(), "a2a.db") });
     try {
       expect(prepare(db.db, "PRAGMA journal_mode").pluck().get()).toBe("wal");
@@ -565,7 +382,7 @@ describe("sqlite specifics", () => {
     }
   });
 
-  it("applies migrations idempotently and atomically", () => {
+  it("applies migrations idempotently and atomically", async () => {
     const raw = pinDatabase(new Database(":memory:"));
     try {
       expect(migrate(raw)).toEqual({ from: 0, to: LATEST_SCHEMA_VERSION, applied: MIGRATIONS.map((m) => m.version) });
@@ -606,12 +423,12 @@ describe("sqlite specifics", () => {
     const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
     try {
       const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
-      storage.tasks.create(makeTask("a1", { at: at(1) }), "alice");
-      storage.tasks.create(makeTask("b1", { at: at(2) }), "bob");
-      storage.tasks.create(makeTask("a2", { at: at(3), contextId: "ctx-x" }), "alice");
-      expect(storage.tasks.list(undefined).tasks.map((t) => t.id)).toEqual(["a2", "b1", "a1"]);
-      expect(storage.tasks.list(undefined, { contextId: "ctx-x" }).tasks.map((t) => t.id)).toEqual(["a2"]);
-      expect(storage.tasks.list("alice").tasks.map((t) => t.id)).toEqual(["a2", "a1"]);
+      await storage.tasks.create(makeTask("a1", { at: at(1) }), "alice");
+      await storage.tasks.create(makeTask("b1", { at: at(2) }), "bob");
+      await storage.tasks.create(makeTask("a2", { at: at(3), contextId: "ctx-x" }), "alice");
+      expect((await storage.tasks.list(undefined)).tasks.map((t) => t.id)).toEqual(["a2", "b1", "a1"]);
+      expect((await storage.tasks.list(undefined, { contextId: "ctx-x" })).tasks.map((t) => t.id)).toEqual(["a2"]);
+      expect((await storage.tasks.list("alice")).tasks.map((t) => t.id)).toEqual(["a2", "a1"]);
     } finally {
       storage.close();
     }
@@ -642,27 +459,27 @@ describe("sqlite specifics", () => {
   it("turns runtime failures into TASK_STORE_UNAVAILABLE with the operation", async () => {
     const file = path.join(freshDir(), "a2a.db");
     const storage = await openStorage({ backend: "sqlite", url: dbUrl(file), busyTimeoutMs: 20 });
-    storage.tasks.create(makeTask("t1"), "alice");
+    await storage.tasks.create(makeTask("t1"), "alice");
     const locker = pinDatabase(new Database(file));
     try {
       prepare(locker, "BEGIN IMMEDIATE").run();
-      expectA2AError(() => storage.tasks.save(makeTask("t1", { state: "completed" })), "TASK_STORE_UNAVAILABLE", { operation: "tasks.save" });
+      await rejectsA2AError(() => storage.tasks.save(makeTask("t1", { state: "completed" })), "TASK_STORE_UNAVAILABLE", { operation: "tasks.save" });
       expectA2AError(() => storage.sessions.claim("ses_1", "a", 5), "TASK_STORE_UNAVAILABLE", { operation: "sessions.claim" });
-      expect(storage.tasks.get("t1")?.task.status.state).toBe("working"); // reads still work under WAL; nothing half-written
+      expect((await storage.tasks.get("t1"))?.task.status.state).toBe("working"); // reads still work under WAL; nothing half-written
       prepare(locker, "ROLLBACK").run();
-      expect(storage.tasks.save(makeTask("t1", { state: "completed" })).applied).toBe(true);
+      expect((await storage.tasks.save(makeTask("t1", { state: "completed" }))).applied).toBe(true);
     } finally {
       locker.close();
       storage.close();
     }
-    expectA2AError(() => storage.tasks.get("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.get" });
+    await rejectsA2AError(() => storage.tasks.get("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.get" });
     expectA2AError(() => storage.pushConfigs.list("t1"), "TASK_STORE_UNAVAILABLE", { operation: "pushConfigs.list" });
   });
 
   it("supports sqlite:///:memory:", async () => {
     const storage = await openStorage({ backend: "sqlite", url: "sqlite:///:memory:" });
-    storage.tasks.create(makeTask("t1"), "alice");
-    expect(storage.tasks.count()).toBe(1);
+    await storage.tasks.create(makeTask("t1"), "alice");
+    expect((await storage.tasks.count())).toBe(1);
     expect(storage.description).toBe("sqlite (in-memory)");
     storage.close();
   });
@@ -684,7 +501,7 @@ describe("store URL and backend", () => {
     expect(parseStoreUrl(url, cwd)).toEqual(expected);
   });
 
-  it("defaults to ./opencode-a2a.db", () => {
+  it("defaults to ./opencode-a2a.db", async () => {
     expect(parseStoreUrl(undefined, cwd)).toEqual({ kind: "file", path: "/srv/app/opencode-a2a.db" });
   });
 
@@ -695,7 +512,7 @@ describe("store URL and backend", () => {
     },
   );
 
-  it("a PostgreSQL URL is refused as not yet a whole-store backend, its password never printed", () => {
+  it("a PostgreSQL URL is refused as not yet a whole-store backend, its password never printed", async () => {
     for (const url of ["postgres://bob:hunter2@db.example:5432/a2a", "postgresql://bob:hunter2@db.example/a2a"]) {
       let message = "";
       try {
@@ -720,7 +537,7 @@ describe("store URL and backend", () => {
     expect(redactUrl(url)).toBe(shown);
   });
 
-  it("parses the backend", () => {
+  it("parses the backend", async () => {
     expect(parseStoreBackend(undefined)).toBe("sqlite");
     expect(parseStoreBackend("database")).toBe("sqlite");
     expect(parseStoreBackend("SQLite")).toBe("sqlite");
@@ -728,7 +545,7 @@ describe("store URL and backend", () => {
     expectStorageError(() => parseStoreBackend("redis"), "INVALID_BACKEND", /A2A_TASK_STORE_BACKEND/);
   });
 
-  it("scope keys: workspace wins over directory", () => {
+  it("scope keys: workspace wins over directory", async () => {
     expect(sessionScopeKey()).toBe("");
     expect(sessionScopeKey({ directory: "/w" })).toBe("directory:/w");
     expect(sessionScopeKey({ directory: "/w", workspaceId: "ws" })).toBe("workspace:ws");
