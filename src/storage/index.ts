@@ -10,8 +10,8 @@ import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
-import { SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
-import { SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
+import { SqlPushConfigStore, type PushConfigStore } from "./push-configs.js";
+import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
@@ -92,8 +92,8 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       sql,
       tasks,
       sessions: new SqliteSessionStore(db, now),
-      pushConfigs: new SqlitePushConfigStore(db, now),
-      pushOutbox: new SqlitePushOutboxStore(db, now),
+      pushConfigs: new SqlPushConfigStore(sql, now),
+      pushOutbox: new SqlPushOutboxStore(sql, now),
       atomically: (fn) => db.transaction("atomically", fn),
       interrupts: new SqliteInterruptStore(db, now),
       audit: new SqliteAuditStore(db),

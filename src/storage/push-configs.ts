@@ -1,106 +1,77 @@
 // Push notification configs per task: set (upsert by (taskId, id), keeping the original position), get, list in
-// creation order, delete. Stored as JSON snapshots of the internal PushConfig; SQLite and in-memory alike.
+// creation order, delete. Stored as JSON snapshots of the internal PushConfig. One Kysely implementation serves
+// SQLite and PostgreSQL (the memory backend is the same store on an in-memory SQLite database).
+import type { Kysely } from "kysely";
 import type { PushConfig } from "../protocol/model.js";
-import type { StoreDatabase } from "./database.js";
+import { storeCall } from "./sql/rows.js";
+import type { SqlSchema } from "./sql/schema.js";
 
 export interface PushConfigStore {
   /** Insert or replace the config with this (taskId, id). */
-  set(config: PushConfig): void;
-  get(taskId: string, id: string): PushConfig | undefined;
+  set(config: PushConfig): Promise<void>;
+  get(taskId: string, id: string): Promise<PushConfig | undefined>;
   /** A task's configs in creation order. */
-  list(taskId: string): PushConfig[];
+  list(taskId: string): Promise<PushConfig[]>;
   /** Whether the task has any config. */
-  has(taskId: string): boolean;
-  delete(taskId: string, id: string): boolean;
+  has(taskId: string): Promise<boolean>;
+  delete(taskId: string, id: string): Promise<boolean>;
   /** Drop every config of a task. Returns how many. */
-  deleteAll(taskId: string): number;
+  deleteAll(taskId: string): Promise<number>;
 }
 
 const parse = (json: string): PushConfig => JSON.parse(json) as PushConfig;
 
-export class MemoryPushConfigStore implements PushConfigStore {
-  private readonly byTask = new Map<string, Map<string, string>>();
-
-  set(config: PushConfig): void {
-    let configs = this.byTask.get(config.taskId);
-    if (configs === undefined) this.byTask.set(config.taskId, (configs = new Map()));
-    configs.set(config.id, JSON.stringify(config));
-  }
-
-  get(taskId: string, id: string): PushConfig | undefined {
-    const json = this.byTask.get(taskId)?.get(id);
-    return json === undefined ? undefined : parse(json);
-  }
-
-  list(taskId: string): PushConfig[] {
-    return [...(this.byTask.get(taskId)?.values() ?? [])].map(parse);
-  }
-
-  has(taskId: string): boolean {
-    return this.byTask.has(taskId);
-  }
-
-  delete(taskId: string, id: string): boolean {
-    const configs = this.byTask.get(taskId);
-    if (configs === undefined || !configs.delete(id)) return false;
-    if (configs.size === 0) this.byTask.delete(taskId);
-    return true;
-  }
-
-  deleteAll(taskId: string): number {
-    const n = this.byTask.get(taskId)?.size ?? 0;
-    this.byTask.delete(taskId);
-    return n;
-  }
-}
-
-export class SqlitePushConfigStore implements PushConfigStore {
+/** The push config store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
+export class SqlPushConfigStore implements PushConfigStore {
   constructor(
-    private readonly store: StoreDatabase,
+    private readonly db: Kysely<SqlSchema>,
     private readonly now: () => number = Date.now,
   ) {}
 
-  set(config: PushConfig): void {
-    this.store.guard("pushConfigs.set", () => {
-      const now = this.now();
-      this.store
-        .statement(
-          `INSERT INTO a2a_push_configs (task_id, id, config_json, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT (task_id, id) DO UPDATE SET config_json = excluded.config_json, updated_at = excluded.updated_at`,
-        )
-        .run(config.taskId, config.id, JSON.stringify(config), now, now);
+  set(config: PushConfig): Promise<void> {
+    return storeCall("pushConfigs.set", async () => {
+      const now = BigInt(this.now());
+      const configJson = JSON.stringify(config);
+      // An upsert keeps the row, so its position (rowid) and created_at stay.
+      await this.db
+        .insertInto("a2a_push_configs")
+        .values({ task_id: config.taskId, id: config.id, config_json: configJson, created_at: now, updated_at: now })
+        .onConflict((oc) => oc.columns(["task_id", "id"]).doUpdateSet({ config_json: configJson, updated_at: now }))
+        .execute();
     });
   }
 
-  get(taskId: string, id: string): PushConfig | undefined {
-    return this.store.guard("pushConfigs.get", () => {
-      const row = this.store.statement("SELECT config_json FROM a2a_push_configs WHERE task_id = ? AND id = ?").get(taskId, id) as
-        | { config_json: string }
-        | undefined;
+  get(taskId: string, id: string): Promise<PushConfig | undefined> {
+    return storeCall("pushConfigs.get", async () => {
+      const row = await this.db.selectFrom("a2a_push_configs").select("config_json").where("task_id", "=", taskId).where("id", "=", id).executeTakeFirst();
       return row === undefined ? undefined : parse(row.config_json);
     });
   }
 
-  list(taskId: string): PushConfig[] {
-    return this.store.guard("pushConfigs.list", () =>
-      (this.store.statement("SELECT config_json FROM a2a_push_configs WHERE task_id = ? ORDER BY rowid").all(taskId) as { config_json: string }[]).map(
-        (r) => parse(r.config_json),
-      ),
+  list(taskId: string): Promise<PushConfig[]> {
+    return storeCall("pushConfigs.list", async () =>
+      (await this.db.selectFrom("a2a_push_configs").select("config_json").where("task_id", "=", taskId).orderBy("rowid").execute()).map((r) => parse(r.config_json)),
     );
   }
 
-  has(taskId: string): boolean {
-    return this.store.guard("pushConfigs.has", () => this.store.statement("SELECT 1 FROM a2a_push_configs WHERE task_id = ? LIMIT 1").get(taskId) !== undefined);
-  }
-
-  delete(taskId: string, id: string): boolean {
-    return this.store.guard(
-      "pushConfigs.delete",
-      () => this.store.statement("DELETE FROM a2a_push_configs WHERE task_id = ? AND id = ?").run(taskId, id).changes > 0,
+  has(taskId: string): Promise<boolean> {
+    return storeCall(
+      "pushConfigs.has",
+      async () => (await this.db.selectFrom("a2a_push_configs").select("task_id").where("task_id", "=", taskId).limit(1).executeTakeFirst()) !== undefined,
     );
   }
 
-  deleteAll(taskId: string): number {
-    return this.store.guard("pushConfigs.deleteAll", () => this.store.statement("DELETE FROM a2a_push_configs WHERE task_id = ?").run(taskId).changes);
+  delete(taskId: string, id: string): Promise<boolean> {
+    return storeCall("pushConfigs.delete", async () => {
+      const result = await this.db.deleteFrom("a2a_push_configs").where("task_id", "=", taskId).where("id", "=", id).executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    });
+  }
+
+  deleteAll(taskId: string): Promise<number> {
+    return storeCall("pushConfigs.deleteAll", async () => {
+      const result = await this.db.deleteFrom("a2a_push_configs").where("task_id", "=", taskId).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
   }
 }

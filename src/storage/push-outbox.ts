@@ -3,8 +3,12 @@
 // config's quiet hours (`heldUntil`) stands aside until then: it does not hold up the entries after it (what bypasses
 // the window), and while it is held the push service may rewrite it (coalescing). An entry leaves the outbox when it
 // was delivered, when its config was deleted, when it was given up on or coalesced into another; a restarted gateway
-// (SQLite) delivers whatever was still waiting, held entries at the end of their window. SQLite and in-memory alike.
-import type { StoreDatabase } from "./database.js";
+// delivers whatever was still waiting, held entries at the end of their window. One Kysely implementation serves
+// SQLite and PostgreSQL (the memory backend is the same store on an in-memory SQLite database). Gateways sharing one
+// database each run a worker: claim() hands a queue head to one of them only, leased for a while.
+import { PostgresAdapter, type Kysely, type Selectable } from "kysely";
+import { int, storeCall } from "./sql/rows.js";
+import type { PushOutboxTable, SqlSchema } from "./sql/schema.js";
 
 export interface PushDelivery {
   id: number;
@@ -31,219 +35,242 @@ export interface PushDelivery {
 export type NewDelivery = Pick<PushDelivery, "taskId" | "configId" | "body" | "contentType" | "traceparent" | "tracestate" | "heldUntil" | "coalesceKey">;
 
 export interface PushOutboxStore {
-  /** Queue notifications (all or none), created at `at` (default: the store's clock), due then or when held until. */
-  enqueue(items: NewDelivery[], at?: number): void;
+  /** Queue notifications (all or none: one INSERT), created at `at` (default: the store's clock), due then or when held until. */
+  enqueue(items: NewDelivery[], at?: number): Promise<void>;
   /**
    * The head of every (task, config) queue whose key is not in `busy` and that is due at `now`, the longest
-   * waiting first, at most `limit`. Entries still held at `now` are not part of their queue yet.
+   * waiting first, at most `limit`. Entries still held at `now` are not part of their queue yet. Read-only: with
+   * several workers on one database, use claim().
    */
-  due(now: number, limit: number, busy: BusyQueues): PushDelivery[];
+  due(now: number, limit: number, busy: BusyQueues): Promise<PushDelivery[]>;
+  /**
+   * As due(), and each entry returned is leased to the caller: its nextAttemptAt becomes `now + leaseMs` (as
+   * returned) in the same transaction, so no other worker, on this gateway or another sharing the database, takes
+   * it or anything behind it in its queue before the lease ends. The caller then remove()s or reschedule()s it.
+   * At most one entry per queue.
+   */
+  claim(now: number, limit: number, busy: BusyQueues, leaseMs: number): Promise<PushDelivery[]>;
   /** When the next queue head or held entry falls due (epoch ms), or undefined when the outbox is empty. */
-  nextDueAt(busy: BusyQueues, now: number): number | undefined;
+  nextDueAt(busy: BusyQueues, now: number): Promise<number | undefined>;
   /** The entries of one queue still held at `now`, oldest first. */
-  held(taskId: string, configId: string, now: number): PushDelivery[];
+  held(taskId: string, configId: string, now: number): Promise<PushDelivery[]>;
   /** Replace a held entry's body (a later notification coalesced into it). */
-  rewrite(id: number, body: string): void;
+  rewrite(id: number, body: string): Promise<void>;
   /** Remove one entry (delivered or given up on); false when it was not there (dropped meanwhile). */
-  remove(id: number): boolean;
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void;
+  remove(id: number): Promise<boolean>;
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): Promise<void>;
   /** Drop what waits for one config, or for every config of the task. Returns how many. */
-  drop(taskId: string, configId?: string): number;
-  size(): number;
+  drop(taskId: string, configId?: string): Promise<number>;
+  size(): Promise<number>;
 }
 
 /** The queues to skip (a POST is in flight for them), by queueKey(); a Set or a Map will do. */
 export type BusyQueues = Pick<ReadonlySet<string>, "has" | "size">;
 
-/** The key of a (task, config) queue, as `due()` expects in `busy`. */
+/** The key of a (task, config) queue, as `due()` and `claim()` expect in `busy`. */
 export const queueKey = (taskId: string, configId: string): string => `${taskId}\u0000${configId}`;
 
-export class MemoryPushOutboxStore implements PushOutboxStore {
-  readonly #entries = new Map<number, PushDelivery>();
-  #nextId = 1;
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  enqueue(items: NewDelivery[], at = this.now()): void {
-    for (const item of items) {
-      const id = this.#nextId++;
-      this.#entries.set(id, { id, ...item, attempts: 0, nextAttemptAt: item.heldUntil ?? at, createdAt: at });
-    }
-  }
-
-  #heads(busy: BusyQueues, now: number): PushDelivery[] {
-    const heads = new Map<string, PushDelivery>();
-    // Map iteration follows insertion, i.e. id order: the first entry seen of a queue is its head.
-    for (const entry of this.#entries.values()) {
-      const key = queueKey(entry.taskId, entry.configId);
-      if (!heads.has(key) && !busy.has(key) && !isHeld(entry, now)) heads.set(key, entry);
-    }
-    return [...heads.values()];
-  }
-
-  due(now: number, limit: number, busy: BusyQueues): PushDelivery[] {
-    return this.#heads(busy, now)
-      .filter((e) => e.nextAttemptAt <= now)
-      .sort((a, b) => a.nextAttemptAt - b.nextAttemptAt || a.id - b.id)
-      .slice(0, limit)
-      .map((e) => ({ ...e }));
-  }
-
-  nextDueAt(busy: BusyQueues, now: number): number | undefined {
-    let next: number | undefined;
-    for (const e of this.#heads(busy, now)) if (next === undefined || e.nextAttemptAt < next) next = e.nextAttemptAt;
-    for (const e of this.#entries.values()) if (isHeld(e, now) && (next === undefined || e.heldUntil! < next)) next = e.heldUntil;
-    return next;
-  }
-
-  held(taskId: string, configId: string, now: number): PushDelivery[] {
-    return [...this.#entries.values()].filter((e) => e.taskId === taskId && e.configId === configId && isHeld(e, now)).map((e) => ({ ...e }));
-  }
-
-  rewrite(id: number, body: string): void {
-    const entry = this.#entries.get(id);
-    if (entry !== undefined) entry.body = body;
-  }
-
-  remove(id: number): boolean {
-    return this.#entries.delete(id);
-  }
-
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void {
-    const entry = this.#entries.get(id);
-    if (entry !== undefined) Object.assign(entry, { attempts, nextAttemptAt, lastError });
-  }
-
-  drop(taskId: string, configId?: string): number {
-    let n = 0;
-    for (const [id, e] of this.#entries) {
-      if (e.taskId === taskId && (configId === undefined || e.configId === configId)) {
-        this.#entries.delete(id);
-        n++;
-      }
-    }
-    return n;
-  }
-
-  size(): number {
-    return this.#entries.size;
-  }
-}
-
-interface Row {
-  id: number;
-  task_id: string;
-  config_id: string;
-  body: string;
-  content_type: string;
-  attempts: number;
-  next_attempt_at: number;
-  created_at: number;
-  last_error: string | null;
-  traceparent: string | null;
-  tracestate: string | null;
-  held_until: number | null;
-  coalesce_key: string | null;
-}
-
-const isHeld = (e: Pick<PushDelivery, "heldUntil">, now: number): boolean => e.heldUntil !== undefined && e.heldUntil > now;
+type Row = Selectable<PushOutboxTable>;
 
 const fromRow = (r: Row): PushDelivery => ({
-  id: r.id,
+  id: int(r.id),
   taskId: r.task_id,
   configId: r.config_id,
   body: r.body,
   contentType: r.content_type,
-  attempts: r.attempts,
-  nextAttemptAt: r.next_attempt_at,
-  createdAt: r.created_at,
+  attempts: int(r.attempts),
+  nextAttemptAt: int(r.next_attempt_at),
+  createdAt: int(r.created_at),
   ...(r.last_error === null ? {} : { lastError: r.last_error }),
   ...(r.traceparent === null ? {} : { traceparent: r.traceparent }),
   ...(r.tracestate === null ? {} : { tracestate: r.tracestate }),
-  ...(r.held_until === null ? {} : { heldUntil: r.held_until }),
+  ...(r.held_until === null ? {} : { heldUntil: int(r.held_until) }),
   ...(r.coalesce_key === null ? {} : { coalesceKey: r.coalesce_key }),
 });
 
-// The head of each queue, the smallest id per (task_id, config_id) among the entries not held at the first bound
-// parameter (now), with the given columns.
-const heads = (columns: string): string => `SELECT ${columns} FROM a2a_push_outbox o
-  JOIN (SELECT MIN(id) AS id FROM a2a_push_outbox WHERE held_until IS NULL OR held_until <= ? GROUP BY task_id, config_id) h ON h.id = o.id`;
+const notBusy = (busy: BusyQueues) => (r: Pick<Row, "task_id" | "config_id">) => busy.size === 0 || !busy.has(queueKey(r.task_id, r.config_id));
 
-export class SqlitePushOutboxStore implements PushOutboxStore {
+/** The push outbox of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
+export class SqlPushOutboxStore implements PushOutboxStore {
   constructor(
-    private readonly store: StoreDatabase,
+    private readonly db: Kysely<SqlSchema>,
     private readonly now: () => number = Date.now,
   ) {}
 
-  enqueue(items: NewDelivery[], at = this.now()): void {
-    if (items.length === 0) return;
-    this.store.transaction("pushOutbox.enqueue", () => {
-      const insert = this.store.statement(
-        `INSERT INTO a2a_push_outbox (task_id, config_id, body, content_type, attempts, next_attempt_at, created_at, traceparent, tracestate, held_until, coalesce_key)
-         VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
-      );
-      for (const item of items) {
-        const { taskId, configId, body, contentType, heldUntil, coalesceKey } = item;
-        insert.run(taskId, configId, body, contentType, heldUntil ?? at, at, item.traceparent ?? null, item.tracestate ?? null, heldUntil ?? null, coalesceKey ?? null);
-      }
+  /**
+   * The head of each queue, the smallest id per (task_id, config_id) among the entries not held at `now`, as `o`.
+   * Busy queues are few (at most the delivery concurrency): the callers filter them out rather than the SQL.
+   */
+  #heads(db: Kysely<SqlSchema>, now: number) {
+    return db.selectFrom("a2a_push_outbox as o").innerJoin(
+      (eb) =>
+        eb
+          .selectFrom("a2a_push_outbox")
+          .select((e) => e.fn.min("id").as("id"))
+          .where((e) => e.or([e("held_until", "is", null), e("held_until", "<=", BigInt(now))]))
+          .groupBy(["task_id", "config_id"])
+          .as("h"),
+      (join) => join.onRef("h.id", "=", "o.id"),
+    );
+  }
+
+  enqueue(items: NewDelivery[], at = this.now()): Promise<void> {
+    return storeCall("pushOutbox.enqueue", async () => {
+      if (items.length === 0) return;
+      // One multi-row INSERT: all or none, ids in the order of `items`.
+      await this.db
+        .insertInto("a2a_push_outbox")
+        .values(
+          items.map((item) => ({
+            task_id: item.taskId,
+            config_id: item.configId,
+            body: item.body,
+            content_type: item.contentType,
+            attempts: 0,
+            next_attempt_at: BigInt(item.heldUntil ?? at),
+            created_at: BigInt(at),
+            last_error: null,
+            traceparent: item.traceparent ?? null,
+            tracestate: item.tracestate ?? null,
+            held_until: item.heldUntil === undefined ? null : BigInt(item.heldUntil),
+            coalesce_key: item.coalesceKey ?? null,
+          })),
+        )
+        .execute();
     });
   }
 
-  #heads(busy: BusyQueues, where: string, ...args: unknown[]): Row[] {
-    // Busy queues are few (at most the delivery concurrency): filtered here rather than in SQL.
-    const rows = this.store.guard("pushOutbox.due", () => this.store.statement(`${heads("o.*")} ${where}`).all(...args) as Row[]);
-    return busy.size === 0 ? rows : rows.filter((r) => !busy.has(queueKey(r.task_id, r.config_id)));
-  }
-
-  due(now: number, limit: number, busy: BusyQueues): PushDelivery[] {
-    return this.#heads(busy, "WHERE o.next_attempt_at <= ? ORDER BY o.next_attempt_at, o.id LIMIT ?", now, now, limit + busy.size)
-      .slice(0, limit)
-      .map(fromRow);
-  }
-
-  nextDueAt(busy: BusyQueues, now: number): number | undefined {
-    // Only the queue keys and times: the bodies stay on disk.
-    return this.store.guard("pushOutbox.nextDueAt", () => {
-      const rows = this.store
-        .statement(`${heads("o.task_id, o.config_id, o.next_attempt_at")} ORDER BY o.next_attempt_at, o.id LIMIT ?`)
-        .all(now, busy.size + 1) as Pick<Row, "task_id" | "config_id" | "next_attempt_at">[];
-      const head = rows.find((r) => !busy.has(queueKey(r.task_id, r.config_id)))?.next_attempt_at;
-      const held = this.store.statement("SELECT MIN(held_until) AS at FROM a2a_push_outbox WHERE held_until > ?").get(now) as { at: number | null };
-      return held.at === null ? head : head === undefined ? held.at : Math.min(head, held.at);
+  due(now: number, limit: number, busy: BusyQueues): Promise<PushDelivery[]> {
+    return storeCall("pushOutbox.due", async () => {
+      if (limit <= 0) return [];
+      const rows = await this.#heads(this.db, now)
+        .selectAll("o")
+        .where("o.next_attempt_at", "<=", BigInt(now))
+        .orderBy("o.next_attempt_at")
+        .orderBy("o.id")
+        .limit(limit + busy.size)
+        .execute();
+      return rows.filter(notBusy(busy)).slice(0, limit).map(fromRow);
     });
   }
 
-  held(taskId: string, configId: string, now: number): PushDelivery[] {
-    return this.store.guard("pushOutbox.held", () =>
+  claim(now: number, limit: number, busy: BusyQueues, leaseMs: number): Promise<PushDelivery[]> {
+    return storeCall("pushOutbox.claim", async () => {
+      if (limit <= 0) return [];
+      // Bound to a caller's transaction: claim inside it. Otherwise a transaction of its own (SQLite: BEGIN IMMEDIATE,
+      // the writer lock held from the read of the heads to the lease; PostgreSQL: the row locks below).
+      if (this.db.isTransaction) return this.#claim(this.db, now, limit, busy, leaseMs);
+      return this.db.transaction().execute((trx) => this.#claim(trx, now, limit, busy, leaseMs));
+    });
+  }
+
+  async #claim(trx: Kysely<SqlSchema>, now: number, limit: number, busy: BusyQueues, leaseMs: number): Promise<PushDelivery[]> {
+    const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
+    // PostgreSQL: the heads found are locked (FOR UPDATE OF o), and heads another worker holds locked are skipped
+    // (SKIP LOCKED: not counted against the limit). A head another worker leased and committed meanwhile is
+    // re-checked by PostgreSQL on its new version: no longer due, so skipped; one removed meanwhile is gone. A
+    // queue's later entry is never a head while its (leased) head is there, so a queue stays in order.
+    const rows = await this.#heads(trx, now)
+      .selectAll("o")
+      .where("o.next_attempt_at", "<=", BigInt(now))
+      .orderBy("o.next_attempt_at")
+      .orderBy("o.id")
+      .limit(limit + busy.size)
+      .$if(postgres, (q) => q.forUpdate("o").skipLocked())
+      .execute();
+    const taken = rows.filter(notBusy(busy)).slice(0, limit);
+    if (taken.length === 0) return [];
+    const until = now + leaseMs;
+    await trx
+      .updateTable("a2a_push_outbox")
+      .set({ next_attempt_at: BigInt(until) })
+      .where(
+        "id",
+        "in",
+        taken.map((r) => BigInt(r.id)),
+      )
+      .execute();
+    return taken.map((r) => ({ ...fromRow(r), nextAttemptAt: until }));
+  }
+
+  nextDueAt(busy: BusyQueues, now: number): Promise<number | undefined> {
+    return storeCall("pushOutbox.nextDueAt", async () => {
+      // Only the queue keys and times: the bodies stay in the database.
+      const rows = await this.#heads(this.db, now)
+        .select(["o.task_id", "o.config_id", "o.next_attempt_at"])
+        .orderBy("o.next_attempt_at")
+        .orderBy("o.id")
+        .limit(busy.size + 1)
+        .execute();
+      const first = rows.find(notBusy(busy));
+      const head = first === undefined ? undefined : int(first.next_attempt_at);
+      const held = await this.db
+        .selectFrom("a2a_push_outbox")
+        .select((e) => e.fn.min("held_until").as("at"))
+        .where("held_until", ">", BigInt(now))
+        .executeTakeFirst();
+      const at = held?.at ?? null;
+      if (at === null) return head;
+      return head === undefined ? int(at) : Math.min(head, int(at));
+    });
+  }
+
+  held(taskId: string, configId: string, now: number): Promise<PushDelivery[]> {
+    return storeCall("pushOutbox.held", async () =>
       (
-        this.store.statement("SELECT * FROM a2a_push_outbox WHERE task_id = ? AND config_id = ? AND held_until > ? ORDER BY id").all(taskId, configId, now) as Row[]
+        await this.db
+          .selectFrom("a2a_push_outbox")
+          .selectAll()
+          .where("task_id", "=", taskId)
+          .where("config_id", "=", configId)
+          .where("held_until", ">", BigInt(now))
+          .orderBy("id")
+          .execute()
       ).map(fromRow),
     );
   }
 
-  rewrite(id: number, body: string): void {
-    this.store.guard("pushOutbox.rewrite", () => this.store.statement("UPDATE a2a_push_outbox SET body = ? WHERE id = ?").run(body, id));
+  rewrite(id: number, body: string): Promise<void> {
+    return storeCall("pushOutbox.rewrite", async () => {
+      await this.db.updateTable("a2a_push_outbox").set({ body }).where("id", "=", BigInt(id)).execute();
+    });
   }
 
-  remove(id: number): boolean {
-    return this.store.guard("pushOutbox.remove", () => this.store.statement("DELETE FROM a2a_push_outbox WHERE id = ?").run(id).changes > 0);
+  remove(id: number): Promise<boolean> {
+    return storeCall("pushOutbox.remove", async () => {
+      const result = await this.db.deleteFrom("a2a_push_outbox").where("id", "=", BigInt(id)).executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    });
   }
 
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void {
-    this.store.guard("pushOutbox.reschedule", () =>
-      this.store.statement("UPDATE a2a_push_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?").run(attempts, nextAttemptAt, lastError, id),
-    );
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): Promise<void> {
+    return storeCall("pushOutbox.reschedule", async () => {
+      await this.db
+        .updateTable("a2a_push_outbox")
+        .set({ attempts, next_attempt_at: BigInt(nextAttemptAt), last_error: lastError })
+        .where("id", "=", BigInt(id))
+        .execute();
+    });
   }
 
-  drop(taskId: string, configId?: string): number {
-    return this.store.guard("pushOutbox.drop", () =>
-      configId === undefined
-        ? this.store.statement("DELETE FROM a2a_push_outbox WHERE task_id = ?").run(taskId).changes
-        : this.store.statement("DELETE FROM a2a_push_outbox WHERE task_id = ? AND config_id = ?").run(taskId, configId).changes,
-    );
+  drop(taskId: string, configId?: string): Promise<number> {
+    return storeCall("pushOutbox.drop", async () => {
+      const result = await this.db
+        .deleteFrom("a2a_push_outbox")
+        .where("task_id", "=", taskId)
+        .$if(configId !== undefined, (q) => q.where("config_id", "=", configId!))
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
   }
 
-  size(): number {
-    return this.store.guard("pushOutbox.size", () => (this.store.statement("SELECT COUNT(*) AS n FROM a2a_push_outbox").get() as { n: number }).n);
+  size(): Promise<number> {
+    return storeCall("pushOutbox.size", async () => {
+      const row = await this.db
+        .selectFrom("a2a_push_outbox")
+        .select((e) => e.fn.countAll<bigint | string>().as("n"))
+        .executeTakeFirstOrThrow();
+      return int(row.n);
+    });
   }
 }

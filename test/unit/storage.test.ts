@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { expectA2AError, rejectsA2AError } from "../support/errors.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
-import type { PushConfig, Task, TaskState } from "../../src/protocol/model.js";
+import type { Task, TaskState } from "../../src/protocol/model.js";
 import {
   LATEST_SCHEMA_VERSION,
   MIGRATIONS,
@@ -163,30 +163,6 @@ describe.each(backends)("%s backend", (_name, open) => {
       expect(view.getBinding("alice", "c", "")).toBe("ses_1");
       view.deleteBinding("alice", "c", "");
       expect(view.getBinding("alice", "c", "")).toBeUndefined();
-    });
-  });
-
-  describe("push configs", () => {
-    const cfg = (taskId: string, id: string, url = `https://hook.example/${id}`): PushConfig => ({ taskId, id, url, token: "tok" });
-
-    it("sets, gets, lists in creation order, upserts in place, deletes", async () => {
-      const p = storage.pushConfigs;
-      p.set(cfg("t1", "a"));
-      p.set({ ...cfg("t1", "b"), authentication: { schemes: ["Bearer"], credentials: "c" } });
-      p.set(cfg("t2", "a"));
-      expect(p.get("t1", "b")).toEqual({ ...cfg("t1", "b"), authentication: { schemes: ["Bearer"], credentials: "c" } });
-      expect(p.get("t1", "zzz")).toBeUndefined();
-      expect(p.list("t1").map((c) => c.id)).toEqual(["a", "b"]);
-      p.set(cfg("t1", "a", "https://other.example/"));
-      expect(p.list("t1").map((c) => c.url)).toEqual(["https://other.example/", "https://hook.example/b"]);
-      expect(p.delete("t1", "a")).toBe(true);
-      expect(p.delete("t1", "a")).toBe(false);
-      p.set(cfg("t1", "a"));
-      expect(p.list("t1").map((c) => c.id)).toEqual(["b", "a"]);
-      expect(p.list("t2")).toEqual([cfg("t2", "a")]);
-      expect(p.deleteAll("t1")).toBe(2);
-      expect(p.list("t1")).toEqual([]);
-      expect(p.list("t2")).toHaveLength(1);
     });
   });
 });
@@ -345,7 +321,7 @@ describe("sqlite specifics", () => {
     first.sessions.setBinding("alice", "c1", "", "ses_1");
     first.sessions.setOwner("ses_1", "alice");
     first.sessions.claim("ses_2", "bob", 3600);
-    first.pushConfigs.set({ taskId: "t1", id: "p", url: "https://x.example/" });
+    await first.pushConfigs.set({ taskId: "t1", id: "p", url: "https://x.example/" });
     const token = (await first.tasks.list("alice", { pageSize: 1 })).nextPageToken;
     first.close();
     first.close(); // idempotent
@@ -359,8 +335,8 @@ describe("sqlite specifics", () => {
       expect(second.sessions.getBinding("alice", "c1", "")).toBe("ses_1");
       expect(second.sessions.getOwner("ses_1")).toBe("alice");
       expect(second.sessions.getClaim("ses_2")?.owner).toBe("bob");
-      expect(second.pushConfigs.list("t1")).toEqual([{ taskId: "t1", id: "p", url: "https://x.example/" }]);
-      expect((await second.tasks.count())).toBe(2);
+      expect(await second.pushConfigs.list("t1")).toEqual([{ taskId: "t1", id: "p", url: "https://x.example/" }]);
+      expect(await second.tasks.count()).toBe(2);
     } finally {
       second.close();
     }
@@ -473,7 +449,7 @@ describe("sqlite specifics", () => {
       storage.close();
     }
     await rejectsA2AError(() => storage.tasks.get("t1"), "TASK_STORE_UNAVAILABLE", { operation: "tasks.get" });
-    expectA2AError(() => storage.pushConfigs.list("t1"), "TASK_STORE_UNAVAILABLE", { operation: "pushConfigs.list" });
+    await rejectsA2AError(() => storage.pushConfigs.list("t1"), "TASK_STORE_UNAVAILABLE", { operation: "pushConfigs.list" });
   });
 
   it("supports sqlite:///:memory:", async () => {

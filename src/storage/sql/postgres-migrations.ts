@@ -71,4 +71,37 @@ CREATE TABLE IF NOT EXISTS a2a_store_meta (
 );
 `,
   },
+  {
+    version: 6,
+    description: "push notification configs and outbox",
+    // rowid: the configs' creation order (SQLite's implicit rowid, which an upsert keeps). The outbox's id orders each
+    // (task, config) queue; its index serves the queue heads and the deletes of a config's or a task's entries.
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_push_configs (
+  task_id     TEXT COLLATE "C" NOT NULL,
+  id          TEXT COLLATE "C" NOT NULL,
+  config_json TEXT NOT NULL,
+  created_at  BIGINT NOT NULL,
+  updated_at  BIGINT NOT NULL,
+  rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+  PRIMARY KEY (task_id, id)
+);
+CREATE TABLE IF NOT EXISTS a2a_push_outbox (
+  id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  task_id         TEXT COLLATE "C" NOT NULL,
+  config_id       TEXT COLLATE "C" NOT NULL,
+  body            TEXT NOT NULL,
+  content_type    TEXT NOT NULL,
+  attempts        INTEGER NOT NULL,
+  next_attempt_at BIGINT NOT NULL,
+  created_at      BIGINT NOT NULL,
+  last_error      TEXT,
+  traceparent     TEXT,
+  tracestate      TEXT,
+  held_until      BIGINT,
+  coalesce_key    TEXT
+);
+CREATE INDEX IF NOT EXISTS a2a_push_outbox_queue ON a2a_push_outbox (task_id, config_id, id);
+`,
+  },
 ];

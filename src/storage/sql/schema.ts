@@ -55,9 +55,45 @@ export interface StoreMetaTable {
   value: string;
 }
 
+export interface PushConfigsTable {
+  task_id: string;
+  id: string;
+  config_json: string;
+  /** Epoch ms. */
+  created_at: Int64;
+  updated_at: Int64;
+  /**
+   * The creation order of the configs: SQLite's implicit rowid (kept by an upsert), on PostgreSQL an identity column
+   * of that name (kept by ON CONFLICT … DO UPDATE). Never written.
+   */
+  rowid: ColumnType<bigint | string, never, never>;
+}
+
+type NullableInt64 = ColumnType<bigint | string | null, bigint | null, bigint | null>;
+
+export interface PushOutboxTable {
+  /** Grows in enqueue order (SQLite AUTOINCREMENT, PostgreSQL identity): the order within a queue. */
+  id: ColumnType<bigint | string, never, never>;
+  task_id: string;
+  config_id: string;
+  body: string;
+  content_type: string;
+  attempts: ColumnType<bigint | number, number, number>;
+  /** Epoch ms. */
+  next_attempt_at: Int64;
+  created_at: Int64;
+  last_error: string | null;
+  traceparent: string | null;
+  tracestate: string | null;
+  held_until: NullableInt64;
+  coalesce_key: string | null;
+}
+
 export interface SqlSchema {
   a2a_tasks: TasksTable;
   a2a_store_meta: StoreMetaTable;
   a2a_session_messages: SessionMessagesTable;
   a2a_subtask_calls: SubtaskCallsTable;
+  a2a_push_configs: PushConfigsTable;
+  a2a_push_outbox: PushOutboxTable;
 }
