@@ -57,14 +57,14 @@ export class Metrics {
    * A gauge whose value is read when /metrics is scraped. A read that throws (a store that is down) leaves the
    * gauge without a value rather than failing the scrape, which is when the other metrics are needed most.
    */
-  readAtScrape(name: string, help: string, read: () => number): void {
+  readAtScrape(name: string, help: string, read: () => number | Promise<number>): void {
     new Gauge({
       name,
       help,
       registers: [this.registry],
-      collect() {
+      async collect() {
         try {
-          this.set(read());
+          this.set(await read());
         } catch {
           this.reset();
         }

@@ -60,14 +60,14 @@ export function pushHandlers(push: PushService, queries: QueryLookup) {
       const codec = codecFor(call.line, call.transport);
       const request = call.transport === "rest" ? (params.body ?? {}) : params;
       const input = codec.decodePushConfig(request, call.transport === "rest" ? (restIds(params).taskId as string | undefined) : undefined);
-      const config = push.set(call.principal, call.line, input, true, { field: codec.pushSetField(request), scheme: codec.pushFields.scheme }, call.trace);
+      const config = await push.set(call.principal, call.line, input, true, { field: codec.pushSetField(request), scheme: codec.pushFields.scheme }, call.trace);
       return codec.pushConfigSet(config, request);
     },
-    "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(push.get(call.principal, refOf(params, call))),
+    "push.get": async (params, call) => codecFor(call.line, call.transport).pushConfig(await push.get(call.principal, refOf(params, call))),
     "push.list": async (params, call) => {
       const { taskId } = refOf(params, call);
       const codec = codecFor(call.line, call.transport);
-      const configs = push.list(call.principal, taskId);
+      const configs = await push.list(call.principal, taskId);
       if (call.line !== "1.0") return codec.pushConfigList(configs);
       const schema = call.transport === "rest" ? queries(call.line, call.method.operation!) : undefined;
       if (schema !== undefined) checkQuery(schema, params);
@@ -76,7 +76,7 @@ export function pushHandlers(push: PushService, queries: QueryLookup) {
     },
     "push.delete": async (params, call) => {
       const ref = refOf(params, call, true);
-      push.delete(call.principal, { taskId: ref.taskId, id: ref.id! });
+      await push.delete(call.principal, { taskId: ref.taskId, id: ref.id! });
       return codecFor(call.line, call.transport).pushConfigDeleted();
     },
   } satisfies PushNotificationConfigsHandlers<Call>;

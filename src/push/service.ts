@@ -39,6 +39,7 @@ import { isTerminal, type PushConfig, type StatusUpdateEvent, type Task } from "
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../runtime/result-scope.js";
 import type { PushConfigStore } from "../storage/push-configs.js";
 import type { NewDelivery } from "../storage/push-outbox.js";
+import type { StoreTx } from "../storage/tx.js";
 import { checkPushConfig } from "./target.js";
 import type { TraceContext } from "../tracing/index.js";
 import { coalesced, eventsOf, markOf, UNSEEN, type PushMark, type TypedEvent } from "./events.js";
@@ -49,9 +50,9 @@ import { OutboxWorker, type OutboxWorkerOptions } from "./worker.js";
 export interface PushOptions extends OutboxWorkerOptions {
   configs: PushConfigStore;
   /** Storage.atomically: a task save and the notifications it queues, all or nothing. */
-  atomically<T>(fn: () => T): T;
+  atomically<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** The task as `principal` may see it (TASK_NOT_FOUND otherwise): the runtime's read(). */
-  visibleTask(principal: Principal, taskId: string): Task;
+  visibleTask(principal: Principal, taskId: string): Promise<Task>;
   maxConfigsPerTask: number;
   /** The trace context of a live task (the request that started it): its notifications are delivered in that trace. */
   traceOf?: (taskId: string) => TraceContext | undefined;
@@ -93,7 +94,7 @@ export class PushService {
    * for input (off for a config given with message/send, whose caller is the one continuing the task). `where`:
    * how the caller's wire names the config's fields in errors (default: a set request of the line's JSON-RPC).
    */
-  set(
+  async set(
     principal: Principal,
     line: ProtocolLine,
     input: PushConfigInput,
@@ -101,8 +102,8 @@ export class PushService {
     where: Where = { field: codecFor(line, "jsonrpc").pushFields.config, scheme: codecFor(line, "jsonrpc").pushFields.scheme },
     /** The setting request's trace: what the config's first notification (`announce`) is delivered under. */
     trace?: TraceContext,
-  ): PushConfig {
-    const task = this.#opts.visibleTask(principal, input.taskId);
+  ): Promise<PushConfig> {
+    const task = await this.#opts.visibleTask(principal, input.taskId);
     const field = where.field;
     const url = this.check(input, where);
     // 0.3 servers name a config without id after its task (tasks/pushNotificationConfig/get works with the task id
@@ -110,7 +111,7 @@ export class PushService {
     // An empty id is ProtoJSON's "unset".
     const id = input.id === undefined || input.id === "" ? (line === "0.3" ? input.taskId : randomUUID()) : checkId(input.id, field);
     const access = resultAccess(principal);
-    const existing = this.#opts.configs.list(input.taskId);
+    const existing = await this.#opts.configs.list(input.taskId);
     const previous = existing.find((c) => c.id === id);
     const createdAt = previous?.createdAt ?? new Date(this.#now()).toISOString();
     const config: PushConfig = { ...input, id, url, line, access, owner: principal.id, createdAt, mark: markOf(filterTask(task, access)) };
@@ -122,12 +123,12 @@ export class PushService {
         limit: this.#opts.maxConfigsPerTask,
       });
     }
-    const dropped = this.#opts.atomically(() => {
-      this.#opts.configs.set(config);
+    const dropped = await this.#opts.atomically(async (tx) => {
+      await tx.pushConfigs.set(config);
       // A replaced config starts over: what waited for its old URL is not sent to the new one.
-      const n = this.#opts.outbox.drop(input.taskId, id);
+      const n = await tx.pushOutbox.drop(input.taskId, id);
       if (announce && (isTerminal(task.status.state) || ATTENTION.has(task.status.state))) {
-        this.#queue(task, config, UNSEEN, undefined, this.#traceFields(task.id, trace), new Map());
+        await this.#queue(tx, task, config, UNSEEN, undefined, this.#traceFields(task.id, trace), new Map());
       }
       return n;
     });
@@ -143,12 +144,11 @@ export class PushService {
   }
 
   /** The config named by `ref.id`; without an id (0.3 `{id}` only) the one named after the task, else the first. */
-  get(principal: Principal, ref: PushConfigRef): PushConfig {
-    this.#opts.visibleTask(principal, ref.taskId);
+  async get(principal: Principal, ref: PushConfigRef): Promise<PushConfig> {
+    await this.#opts.visibleTask(principal, ref.taskId);
+    const configs = this.#opts.configs;
     const config =
-      ref.id !== undefined
-        ? this.#opts.configs.get(ref.taskId, ref.id)
-        : (this.#opts.configs.get(ref.taskId, ref.taskId) ?? this.#opts.configs.list(ref.taskId)[0]);
+      ref.id !== undefined ? await configs.get(ref.taskId, ref.id) : ((await configs.get(ref.taskId, ref.taskId)) ?? (await configs.list(ref.taskId))[0]);
     if (config === undefined) {
       throw new A2AError("TASK_NOT_FOUND", `Push notification config ${ref.id ?? "(default)"} not found for task ${ref.taskId}`, {
         task_id: ref.taskId,
@@ -158,9 +158,9 @@ export class PushService {
     return this.#shown(principal, config);
   }
 
-  list(principal: Principal, taskId: string): PushConfig[] {
-    this.#opts.visibleTask(principal, taskId);
-    return this.#opts.configs.list(taskId).map((c) => this.#shown(principal, c));
+  async list(principal: Principal, taskId: string): Promise<PushConfig[]> {
+    await this.#opts.visibleTask(principal, taskId);
+    return (await this.#opts.configs.list(taskId)).map((c) => this.#shown(principal, c));
   }
 
   /**
@@ -181,34 +181,30 @@ export class PushService {
   }
 
   /** Idempotent: deleting a config that is not there succeeds. What waited for it is dropped. */
-  delete(principal: Principal, ref: Required<PushConfigRef>): void {
-    this.#opts.visibleTask(principal, ref.taskId);
-    const dropped = this.#opts.atomically(() => {
-      this.#opts.configs.delete(ref.taskId, ref.id);
-      return this.#opts.outbox.drop(ref.taskId, ref.id);
+  async delete(principal: Principal, ref: Required<PushConfigRef>): Promise<void> {
+    await this.#opts.visibleTask(principal, ref.taskId);
+    const dropped = await this.#opts.atomically(async (tx) => {
+      await tx.pushConfigs.delete(ref.taskId, ref.id);
+      return tx.pushOutbox.drop(ref.taskId, ref.id);
     });
     this.#settleDropped(ref.taskId, ref.id, dropped);
   }
 
   // ---- state changes (the runtime's TransitionHooks) ----------------------------------------------------------
 
-  watches(taskId: string): boolean {
-    return this.#opts.configs.has(taskId);
-  }
-
-  atomically<T>(fn: () => T): T {
+  atomically<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     return this.#opts.atomically(fn);
   }
 
   /** Called inside the transaction that saved the task's new state: each config is told against its mark. */
-  changed(task: Task, event?: StatusUpdateEvent): void {
-    const configs = this.#opts.configs.list(task.id);
+  async changed(tx: StoreTx, task: Task, event?: StatusUpdateEvent): Promise<void> {
+    const configs = await tx.pushConfigs.list(task.id);
     if (configs.length === 0) return;
     const context = this.#traceFields(task.id);
     const bodies: Bodies = new Map();
     for (const config of configs) {
-      const mark = this.#queue(task, config, config.mark ?? UNSEEN, event, context, bodies);
-      this.#opts.configs.set({ ...config, mark });
+      const mark = await this.#queue(tx, task, config, config.mark ?? UNSEEN, event, context, bodies);
+      await tx.pushConfigs.set({ ...config, mark });
     }
     // After the transaction: the worker reads the outbox.
     queueMicrotask(() => this.#worker.kick());
@@ -224,7 +220,7 @@ export class PushService {
    * Queues what `task`'s state change means to `config`, which had seen `seen` of it (see the top of this file);
    * returns what the config has seen now.
    */
-  #queue(task: Task, config: PushConfig, seen: PushMark, event: StatusUpdateEvent | undefined, context: TraceFields, bodies: Bodies): PushMark {
+  async #queue(tx: StoreTx, task: Task, config: PushConfig, seen: PushMark, event: StatusUpdateEvent | undefined, context: TraceFields, bodies: Bodies): Promise<PushMark> {
     const access = config.access ?? FULL_ACCESS;
     const visible = filterTask(task, access);
     const enabled = config.enabledEvents;
@@ -234,8 +230,8 @@ export class PushService {
     if (config.payloadFormat === "events") {
       for (const { key, event: typed } of events) {
         const body = { body: JSON.stringify(typed), contentType: "application/json" };
-        if (heldUntil === undefined || typed.event === "input_required") this.#enqueue([{ ...queue, ...body }]);
-        else this.#hold({ ...queue, ...body, heldUntil, coalesceKey: key }, (earlier) => JSON.stringify(coalesced(JSON.parse(earlier) as TypedEvent, typed)));
+        if (heldUntil === undefined || typed.event === "input_required") await this.#enqueue(tx, [{ ...queue, ...body }]);
+        else await this.#hold(tx, { ...queue, ...body, heldUntil, coalesceKey: key }, (earlier) => JSON.stringify(coalesced(JSON.parse(earlier) as TypedEvent, typed)));
       }
       return markOf(visible);
     }
@@ -246,29 +242,29 @@ export class PushService {
     if (body === undefined) bodies.set(key, (body = notification(line, task, event, access)));
     const bypass = events.some((e) => e.event.event === "input_required");
     if (heldUntil !== undefined && !bypass) {
-      this.#hold({ ...queue, ...body, heldUntil, coalesceKey: "a2a" }, () => body.body);
+      await this.#hold(tx, { ...queue, ...body, heldUntil, coalesceKey: "a2a" }, () => body.body);
       return markOf(visible);
     }
     // Sent now inside the window (input_required): what is held for this config carried an older state, which this
     // notification supersedes. (Outside a window nothing is held.)
-    const superseded = heldUntil === undefined ? [] : this.#opts.outbox.held(task.id, config.id, this.#now());
+    const superseded = heldUntil === undefined ? [] : await tx.pushOutbox.held(task.id, config.id, this.#now());
     for (const held of superseded) {
-      if (held.coalesceKey === "a2a" && this.#opts.outbox.remove(held.id)) this.#opts.metrics.pushFinished.inc({ outcome: "coalesced" });
+      if (held.coalesceKey === "a2a" && (await tx.pushOutbox.remove(held.id))) this.#opts.metrics.pushFinished.inc({ outcome: "coalesced" });
     }
-    this.#enqueue([{ ...queue, ...body }]);
+    await this.#enqueue(tx, [{ ...queue, ...body }]);
     return markOf(visible);
   }
 
-  #enqueue(items: NewDelivery[]): void {
-    this.#opts.outbox.enqueue(items, this.#now());
+  async #enqueue(tx: StoreTx, items: NewDelivery[]): Promise<void> {
+    await tx.pushOutbox.enqueue(items, this.#now());
     this.#opts.metrics.pushQueued.inc(items.length);
   }
 
   /** Queues a held notification, or coalesces it into the one held with the same key (`merge`: the new body from the held one's). */
-  #hold(item: NewDelivery & { coalesceKey: string }, merge: (earlier: string) => string): void {
-    const earlier = this.#opts.outbox.held(item.taskId, item.configId, this.#now()).find((d) => d.coalesceKey === item.coalesceKey);
-    if (earlier === undefined) return this.#enqueue([item]);
-    this.#opts.outbox.rewrite(earlier.id, merge(earlier.body));
+  async #hold(tx: StoreTx, item: NewDelivery & { coalesceKey: string }, merge: (earlier: string) => string): Promise<void> {
+    const earlier = (await tx.pushOutbox.held(item.taskId, item.configId, this.#now())).find((d) => d.coalesceKey === item.coalesceKey);
+    if (earlier === undefined) return this.#enqueue(tx, [item]);
+    await tx.pushOutbox.rewrite(earlier.id, merge(earlier.body));
     this.#opts.metrics.pushQueued.inc();
     this.#opts.metrics.pushFinished.inc({ outcome: "coalesced" });
   }

@@ -48,11 +48,21 @@ export class OutboxWorker {
   #timerAt = Infinity;
   #started = false;
   #stopped = false;
+  #kicking = false;
+  #kickAgain = false;
 
   constructor(opts: OutboxWorkerOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
     this.#sender = opts.sender ?? new WebhookSender({ timeoutMs: opts.timeoutMs, allowPrivateNetworks: opts.allowPrivateNetworks, userAgent: opts.userAgent, maxSockets: opts.maxConcurrency });
+  }
+
+  /**
+   * How long a claimed entry stays this worker's: its POST's timeout and then some. A gateway that dies mid-POST
+   * leaves it to another gateway's worker once the lease ends.
+   */
+  get #leaseMs(): number {
+    return this.#opts.timeoutMs + 30_000;
   }
 
   /** Cut short the POST in flight for a config that was deleted or replaced. */
@@ -63,8 +73,10 @@ export class OutboxWorker {
   /** Start delivering (what a previous process left in the outbox included). */
   start(): void {
     this.#started = true;
-    const waiting = this.#opts.outbox.size();
-    if (waiting > 0) this.#opts.log.info({ waiting }, "push notifications waiting from before the restart");
+    void this.#opts.outbox.size().then(
+      (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting from before the restart"),
+      () => undefined, // the store is down: kick() says so
+    );
     this.kick();
   }
 
@@ -89,6 +101,26 @@ export class OutboxWorker {
    */
   kick(): void {
     if (!this.#started || this.#stopped) return;
+    // One pass at a time; a kick during a pass makes another pass follow it.
+    if (this.#kicking) {
+      this.#kickAgain = true;
+      return;
+    }
+    this.#kicking = true;
+    void this.#pass().finally(() => {
+      this.#kicking = false;
+      if (this.#kickAgain) {
+        this.#kickAgain = false;
+        this.kick();
+      }
+    });
+  }
+
+  /**
+   * Takes what is due, each entry leased to this worker (claim(): another gateway's worker on the same database does
+   * not take it or anything behind it in its queue while the lease lasts), and starts its POST.
+   */
+  async #pass(): Promise<void> {
     try {
       // Queues skipped this round because their host has A2A_PUSH_MAX_CONCURRENCY_PER_HOST POSTs in flight: they
       // start when one of those ends (#attempt kicks), not from the timer.
@@ -97,13 +129,15 @@ export class OutboxWorker {
       let free = this.#opts.maxConcurrency - this.#inflight.size;
       for (let round = 0; free > 0 && round < 8; round++) {
         exclude.size = this.#busy.size + skipped.size;
-        const due = this.#opts.outbox.due(this.#now(), free, exclude);
+        const due = await this.#opts.outbox.claim(this.#now(), free, exclude, this.#leaseMs);
         if (due.length === 0) break;
         for (const delivery of due) {
-          const config = this.#opts.configs.get(delivery.taskId, delivery.configId);
+          const config = await this.#opts.configs.get(delivery.taskId, delivery.configId);
           const host = config === undefined ? undefined : hostKey(config.url);
           if (host !== undefined && (this.#perHost.get(host) ?? 0) >= this.#opts.maxConcurrencyPerHost) {
             skipped.add(queueKey(delivery.taskId, delivery.configId));
+            // Not this round: the lease is given back, so it is due again at once.
+            await this.#release(delivery);
             continue;
           }
           this.#attempt(delivery, config, host);
@@ -113,7 +147,7 @@ export class OutboxWorker {
       // The next wake-up: when the next queue head falls due (a slot freeing up kicks at once, see #attempt).
       if (this.#inflight.size < this.#opts.maxConcurrency) {
         exclude.size = this.#busy.size + skipped.size;
-        const next = this.#opts.outbox.nextDueAt(exclude, this.#now());
+        const next = await this.#opts.outbox.nextDueAt(exclude, this.#now());
         if (next !== undefined) this.#wakeAt(next);
       }
       this.#storeFailures = 0;
@@ -168,15 +202,20 @@ export class OutboxWorker {
     this.#inflight.add(run);
   }
 
+  /** Gives a claimed entry back (due at once), as it was otherwise. */
+  #release(delivery: PushDelivery): Promise<void> {
+    return this.#opts.outbox.reschedule(delivery.id, delivery.attempts, this.#now(), delivery.lastError ?? "");
+  }
+
   async #deliver(delivery: PushDelivery, config: PushConfig | undefined, signal: AbortSignal): Promise<void> {
     const m = this.#opts.metrics;
     if (config === undefined) {
-      if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
+      if (await this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
       return;
     }
     // A held notification ages from the end of its quiet window, when it could first be sent.
     if (this.#now() - Math.max(delivery.createdAt, delivery.heldUntil ?? 0) > this.#opts.maxAgeMs) {
-      if (this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "expired" });
+      if (await this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "expired" });
       this.#opts.log.warn({ taskId: delivery.taskId, configId: delivery.configId, attempts: delivery.attempts }, "push notification given up: older than A2A_PUSH_MAX_AGE_SECONDS");
       return;
     }
@@ -189,20 +228,24 @@ export class OutboxWorker {
     if (trace !== undefined) Object.assign(headers, traceHeaders(trace, span));
     const verdict: SendVerdict = await this.#sender.send({ url: config.url, body: delivery.body, headers }, signal);
     span?.end(verdict.kind === "delivered" ? undefined : verdict.reason, "status" in verdict && verdict.status !== undefined ? { "http.response.status_code": verdict.status } : undefined);
-    // Cut short by stop() (it stays queued as it was) or by a delete / replace of its config (already dropped).
-    if (signal.aborted) return;
+    // Cut short by stop() (it stays queued, its lease given back for the next start) or by a delete / replace of its
+    // config (already dropped).
+    if (signal.aborted) {
+      if (this.#stopped) await this.#release(delivery);
+      return;
+    }
     const attempts = delivery.attempts + 1;
     const where = { taskId: delivery.taskId, configId: delivery.configId, attempts, ...(trace === undefined ? {} : traceFields(trace)) };
     m.pushAttempts.inc({ outcome: verdict.kind === "reject" ? "rejected" : verdict.kind });
     if (verdict.kind === "retry" && attempts < this.#opts.maxAttempts) {
       const delay = Math.min(this.#opts.retryMaxMs, verdict.retryAfterMs ?? this.#backoff(attempts));
-      this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason);
+      await this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason);
       this.#opts.log.debug({ ...where, reason: verdict.reason, retryInMs: delay }, "push notification will be retried");
       return;
     }
     // Done with it: delivered, refused by the receiver, or out of attempts. (Not counted when its config was deleted
     // meanwhile: the delete counted it as dropped.)
-    if (this.#opts.outbox.remove(delivery.id)) {
+    if (await this.#opts.outbox.remove(delivery.id)) {
       m.pushFinished.inc({ outcome: verdict.kind === "delivered" ? "delivered" : verdict.kind === "reject" ? "rejected" : "expired" });
     }
     if (verdict.kind === "delivered") this.#opts.log.debug({ ...where, status: verdict.status }, "push notification delivered");

@@ -9,6 +9,8 @@ import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
 import type { SqlSchema } from "./sql/schema.js";
+import { storeCall } from "./sql/rows.js";
+import type { StoreTx } from "./tx.js";
 import { SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { SqlPushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
@@ -43,11 +45,11 @@ export interface Storage {
   /** Push notifications waiting for delivery. */
   pushOutbox: PushOutboxStore;
   /**
-   * Run `fn` all or nothing across the stores of this backend (SQLite: one IMMEDIATE transaction; memory: the
-   * stores are written synchronously, so `fn` just runs). A task's state change and the push notifications it
-   * queues are written together.
+   * Runs `fn` all or nothing, with the task and push stores bound to one transaction (SQLite: BEGIN IMMEDIATE; other
+   * users of the connection wait for it). A task's state change and the push notifications it queues are written
+   * together. `fn` must only use the stores: the transaction holds the connection until it returns.
    */
-  atomically<T>(fn: () => T): T;
+  atomically<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** Pending permission/question bindings (a2a.interrupt.*, opencode.permissions/questions.list). */
   interrupts: InterruptStore;
   /** Who called which method on which task/session, and the outcome (GET /admin/audit). */
@@ -94,7 +96,10 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       sessions: new SqliteSessionStore(db, now),
       pushConfigs: new SqlPushConfigStore(sql, now),
       pushOutbox: new SqlPushOutboxStore(sql, now),
-      atomically: (fn) => db.transaction("atomically", fn),
+      atomically: (fn) =>
+        storeCall("atomically", () =>
+          sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now), pushOutbox: new SqlPushOutboxStore(trx, now) })),
+        ),
       interrupts: new SqliteInterruptStore(db, now),
       audit: new SqliteAuditStore(db),
       subtaskCalls: new SqlSubtaskCallStore(sql),
@@ -119,4 +124,5 @@ export * from "./audit.js";
 export * from "./subtask-calls.js";
 export * from "./governance.js";
 export * from "./messages.js";
+export type { StoreTx } from "./tx.js";
 export * from "../config/store-url.js";
