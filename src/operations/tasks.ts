@@ -4,9 +4,10 @@
 import type { TasksHandlers } from "../../generated/types/methods.js";
 import { checkQuery, type QueryLookup } from "../contract/query.js";
 import { codecFor, type Codec } from "../protocol/codec/index.js";
-import type { SendParams, StreamEvent, Task } from "../protocol/model.js";
+import type { SendParams, StreamEvent } from "../protocol/model.js";
 import type { PushService } from "../push/service.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../runtime/result-scope.js";
+import type { Configure } from "../runtime/options.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
 import { EventStream } from "./stream.js";
 import type { Call } from "./call.js";
@@ -50,13 +51,15 @@ function toEventStream(codec: Codec, handle: { events: AsyncIterator<StreamEvent
  * `configuration.pushNotification`, 1.0 `configuration.taskPushNotificationConfig`): checked before anything is
  * created, stored on the task before its turn runs. Ignored, as the SDKs do, when push notifications are off.
  */
-function sendTimeConfig(push: PushService | undefined, call: Call, send: SendParams): ((task: Task) => void) | undefined {
+function sendTimeConfig(push: PushService | undefined, call: Call, send: SendParams): Configure | undefined {
   const config = send.configuration?.pushNotificationConfig;
   if (push === undefined || config === undefined) return undefined;
   const fields = codecOf(call).pushFields;
   const where = { field: fields.send, scheme: fields.scheme };
   push.check(config, where);
-  return (task) => push.set(call.principal, call.line, { ...config, taskId: task.id }, false, where);
+  return async (task) => {
+    await push.set(call.principal, call.line, { ...config, taskId: task.id }, false, where);
+  };
 }
 
 export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined, queries: QueryLookup) {

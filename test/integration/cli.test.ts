@@ -212,9 +212,9 @@ describe("opencode-a2a serve stopped by SIGTERM", () => {
       // A new gateway on the same store fails the task it cannot continue.
       const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
       try {
-        const failed = new TaskRuntime({ store: storage.tasks, log: { info() {}, warn() {}, error() {}, debug() {} } } as never).failOrphans();
+        const failed = await new TaskRuntime({ store: storage.tasks, log: { info() {}, warn() {}, error() {}, debug() {} } } as never).failOrphans();
         expect(failed).toBe(1);
-        const task = storage.tasks.get(taskId)!.task;
+        const task = (await storage.tasks.get(taskId))!.task;
         expect(task.status.state).toBe("failed");
         expect((task.metadata?.opencode as { error?: { type?: string } }).error?.type).toBe("GATEWAY_RESTARTED");
       } finally {

@@ -62,7 +62,7 @@ describe.each(["sqlite", "memory"] as const)("store faults on the %s backend", (
     fault.free();
     // The refused final state reaches the store by itself, and /health is ok again.
     await until("health ok", async () => ((await health()).status === 200 ? true : undefined), 15_000, 100);
-    const stored = fault.storage.tasks.get(task.id);
+    const stored = await fault.storage.tasks.get(task.id);
     expect(stored?.task.status.state).toBe("failed");
     expect((stored?.task.metadata?.opencode as any).error.type).toBe("TASK_STORE_UNAVAILABLE");
 

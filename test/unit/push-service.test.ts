@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Principal } from "../../src/auth/index.js";
 import { A2AError } from "../../src/contract/errors.js";
-import { expectA2AError } from "../support/errors.js";
+import { rejectsA2AError } from "../support/errors.js";
 import { RESULTS_FILES, RESULTS_READ } from "../../src/runtime/result-scope.js";
 import type { PushConfigInput } from "../../src/protocol/codec/index.js";
 import type { StatusUpdateEvent, Task, TaskState } from "../../src/protocol/model.js";
@@ -14,7 +14,7 @@ import type { SendVerdict, WebhookRequest } from "../../src/push/sender.js";
 import { PushService, type PushOptions } from "../../src/push/service.js";
 import { Metrics } from "../../src/observability/metrics.js";
 import { openStorage, type Storage } from "../../src/storage/index.js";
-import type { NewDelivery, PushDelivery, PushOutboxStore } from "../../src/storage/push-outbox.js";
+import type { BusyQueues, NewDelivery, PushDelivery, PushOutboxStore } from "../../src/storage/push-outbox.js";
 
 const T0 = Date.UTC(2025, 0, 1);
 const URL_A = "https://hooks.example.com/a";
@@ -94,7 +94,9 @@ interface Harness {
   advance(ms: number): Promise<void>;
   now(): number;
   /** The head of every queue in the outbox, due or not (entries behind a head are counted by size()). */
-  heads(): PushDelivery[];
+  heads(): Promise<PushDelivery[]>;
+  /** A state change of `task`, told to the service in the transaction that saves it (as the runtime does). */
+  change(task: Task, event?: StatusUpdateEvent): Promise<void>;
 }
 
 const harnesses: Harness[] = [];
@@ -110,7 +112,7 @@ async function harness(opts: Partial<PushOptions> = {}, randomValue = 0.5): Prom
     configs: storage.pushConfigs,
     outbox: storage.pushOutbox,
     atomically: storage.atomically,
-    visibleTask: (_principal, taskId) => {
+    visibleTask: async (_principal, taskId) => {
       const task = tasks.get(taskId);
       if (task === undefined) throw new A2AError("TASK_NOT_FOUND", `Task ${taskId} not found`, { task_id: taskId });
       return task;
@@ -154,6 +156,7 @@ async function harness(opts: Partial<PushOptions> = {}, randomValue = 0.5): Prom
     },
     now: () => clock,
     heads: () => storage.pushOutbox.due(Number.MAX_SAFE_INTEGER, 1000, new Set()),
+    change: (task, event) => storage.atomically((tx) => service.changed(tx, task, event)),
   };
   harnesses.push(h);
   return h;
@@ -187,43 +190,43 @@ describe("PushService configs", () => {
   it("0.3: a config without id is named after its task; get with the task id alone finds it", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    const set = h.service.set(alice, "0.3", input("t1", { url: "https://Hooks.Example.com/a", token: "tok" }));
+    const set = (await h.service.set(alice, "0.3", input("t1", { url: "https://Hooks.Example.com/a", token: "tok" })));
     expect(set).toEqual({ id: "t1", taskId: "t1", url: "https://hooks.example.com/a", token: "tok", createdAt: new Date(T0).toISOString() });
-    expect(h.service.get(alice, { taskId: "t1" })).toEqual(set);
-    expect(h.service.get(alice, { taskId: "t1", id: "t1" })).toEqual(set);
-    expect(h.service.list(alice, "t1")).toEqual([set]);
+    expect((await h.service.get(alice, { taskId: "t1" }))).toEqual(set);
+    expect((await h.service.get(alice, { taskId: "t1", id: "t1" }))).toEqual(set);
+    expect((await h.service.list(alice, "t1"))).toEqual([set]);
     // The line is kept internally (it decides the body shape) but never answered.
-    expect(h.storage.pushConfigs.get("t1", "t1")?.line).toBe("0.3");
+    expect((await h.storage.pushConfigs.get("t1", "t1"))?.line).toBe("0.3");
   });
 
   it("1.0: a config without id gets a fresh uuid each time", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    const a = h.service.set(alice, "1.0", input("t1"));
-    const b = h.service.set(alice, "1.0", input("t1", { url: URL_B }));
+    const a = (await h.service.set(alice, "1.0", input("t1")));
+    const b = (await h.service.set(alice, "1.0", input("t1", { url: URL_B })));
     expect(a.id).toMatch(UUID);
     expect(b.id).toMatch(UUID);
     expect(a.id).not.toBe(b.id);
-    expect(h.service.list(alice, "t1").map((c) => c.id)).toEqual([a.id, b.id]);
-    expect(h.storage.pushConfigs.get("t1", a.id)?.line).toBe("1.0");
+    expect((await h.service.list(alice, "t1")).map((c) => c.id)).toEqual([a.id, b.id]);
+    expect((await h.storage.pushConfigs.get("t1", a.id))?.line).toBe("1.0");
   });
 
   it("keeps an explicit id on either line", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    expect(h.service.set(alice, "0.3", input("t1", { id: "mine" })).id).toBe("mine");
-    expect(h.service.set(alice, "1.0", input("t1", { id: "yours" })).id).toBe("yours");
+    expect((await h.service.set(alice, "0.3", input("t1", { id: "mine" }))).id).toBe("mine");
+    expect((await h.service.set(alice, "1.0", input("t1", { id: "yours" }))).id).toBe("yours");
   });
 
   it("never shows the internal line and access tags in set, get or list results", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     const results = [
-      h.service.set(alice, "0.3", input("t1", { authentication: { schemes: ["Bearer"], credentials: "c" } })),
-      h.service.set(alice, "1.0", input("t1", { id: "x" })),
-      h.service.get(alice, { taskId: "t1" }),
-      h.service.get(alice, { taskId: "t1", id: "x" }),
-      ...h.service.list(alice, "t1"),
+      (await h.service.set(alice, "0.3", input("t1", { authentication: { schemes: ["Bearer"], credentials: "c" } }))),
+      (await h.service.set(alice, "1.0", input("t1", { id: "x" }))),
+      (await h.service.get(alice, { taskId: "t1" })),
+      (await h.service.get(alice, { taskId: "t1", id: "x" })),
+      ...(await h.service.list(alice, "t1")),
     ];
     expect(results).toHaveLength(6);
     for (const r of results) {
@@ -235,83 +238,83 @@ describe("PushService configs", () => {
   it("get without id: the config named after the task, else the first one", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "first", url: URL_A }));
-    h.service.set(alice, "1.0", input("t1", { id: "second", url: URL_B }));
-    expect(h.service.get(alice, { taskId: "t1" }).id).toBe("first");
-    h.service.set(alice, "0.3", input("t1", { url: URL_B }));
-    expect(h.service.get(alice, { taskId: "t1" })).toMatchObject({ id: "t1", url: URL_B });
+    await h.service.set(alice, "1.0", input("t1", { id: "first", url: URL_A }));
+    await h.service.set(alice, "1.0", input("t1", { id: "second", url: URL_B }));
+    expect((await h.service.get(alice, { taskId: "t1" })).id).toBe("first");
+    await h.service.set(alice, "0.3", input("t1", { url: URL_B }));
+    expect((await h.service.get(alice, { taskId: "t1" }))).toMatchObject({ id: "t1", url: URL_B });
   });
 
   it("get of a missing config is TASK_NOT_FOUND naming it", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    expectA2AError(() => h.service.get(alice, { taskId: "t1" }), "TASK_NOT_FOUND", { task_id: "t1" });
-    const e = expectA2AError(() => h.service.get(alice, { taskId: "t1", id: "nope" }), "TASK_NOT_FOUND", { task_id: "t1", push_notification_config_id: "nope" });
+    await rejectsA2AError(() => h.service.get(alice, { taskId: "t1" }), "TASK_NOT_FOUND", { task_id: "t1" });
+    const e = await rejectsA2AError(() => h.service.get(alice, { taskId: "t1", id: "nope" }), "TASK_NOT_FOUND", { task_id: "t1", push_notification_config_id: "nope" });
     expect(e.message).toMatch(/nope/);
   });
 
   it("an unknown (or invisible) task is TASK_NOT_FOUND for every method, and nothing is stored", async () => {
     const h = (await harness());
-    expectA2AError(() => h.service.set(alice, "0.3", input("ghost")), "TASK_NOT_FOUND", { task_id: "ghost" });
-    expectA2AError(() => h.service.get(alice, { taskId: "ghost" }), "TASK_NOT_FOUND");
-    expectA2AError(() => h.service.list(alice, "ghost"), "TASK_NOT_FOUND");
-    expectA2AError(() => h.service.delete(alice, { taskId: "ghost", id: "x" }), "TASK_NOT_FOUND");
-    expect(h.storage.pushConfigs.has("ghost")).toBe(false);
+    await rejectsA2AError(() => h.service.set(alice, "0.3", input("ghost")), "TASK_NOT_FOUND", { task_id: "ghost" });
+    await rejectsA2AError(() => h.service.get(alice, { taskId: "ghost" }), "TASK_NOT_FOUND");
+    await rejectsA2AError(() => h.service.list(alice, "ghost"), "TASK_NOT_FOUND");
+    await rejectsA2AError(() => h.service.delete(alice, { taskId: "ghost", id: "x" }), "TASK_NOT_FOUND");
+    expect((await h.storage.pushConfigs.has("ghost"))).toBe(false);
   });
 
   it("delete removes the config and is idempotent", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    const a = h.service.set(alice, "1.0", input("t1", { id: "a" }));
-    h.service.set(alice, "1.0", input("t1", { id: "b" }));
-    h.service.delete(alice, { taskId: "t1", id: a.id });
-    expect(h.service.list(alice, "t1").map((c) => c.id)).toEqual(["b"]);
+    const a = (await h.service.set(alice, "1.0", input("t1", { id: "a" })));
+    await h.service.set(alice, "1.0", input("t1", { id: "b" }));
+    await h.service.delete(alice, { taskId: "t1", id: a.id });
+    expect((await h.service.list(alice, "t1")).map((c) => c.id)).toEqual(["b"]);
     expect(() => h.service.delete(alice, { taskId: "t1", id: a.id })).not.toThrow();
     expect(() => h.service.delete(alice, { taskId: "t1", id: "never-existed" })).not.toThrow();
-    expect(h.service.list(alice, "t1").map((c) => c.id)).toEqual(["b"]);
-    expectA2AError(() => h.service.get(alice, { taskId: "t1", id: "a" }), "TASK_NOT_FOUND");
+    expect((await h.service.list(alice, "t1")).map((c) => c.id)).toEqual(["b"]);
+    await rejectsA2AError(() => h.service.get(alice, { taskId: "t1", id: "a" }), "TASK_NOT_FOUND");
   });
 
   it("refuses an invalid config with INVALID_PARAMS naming the field for the line, storing nothing", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    expectA2AError(() => h.service.set(alice, "0.3", input("t1", { url: "ftp://example.com/" })), "INVALID_PARAMS", { field: "pushNotificationConfig.url" });
-    expectA2AError(() => h.service.set(alice, "0.3", input("t1", { url: "http://127.0.0.1:8080/" })), "INVALID_PARAMS", { field: "pushNotificationConfig.url" });
+    await rejectsA2AError(() => h.service.set(alice, "0.3", input("t1", { url: "ftp://example.com/" })), "INVALID_PARAMS", { field: "pushNotificationConfig.url" });
+    await rejectsA2AError(() => h.service.set(alice, "0.3", input("t1", { url: "http://127.0.0.1:8080/" })), "INVALID_PARAMS", { field: "pushNotificationConfig.url" });
     // 1.0 configs sit at the root of the params: the field is the bare name.
-    expectA2AError(() => h.service.set(alice, "1.0", input("t1", { url: "ftp://example.com/" })), "INVALID_PARAMS", { field: "url" });
-    expectA2AError(() => h.service.set(alice, "1.0", input("t1", { token: "a\r\nb" })), "INVALID_PARAMS", { field: "token" });
+    await rejectsA2AError(() => h.service.set(alice, "1.0", input("t1", { url: "ftp://example.com/" })), "INVALID_PARAMS", { field: "url" });
+    await rejectsA2AError(() => h.service.set(alice, "1.0", input("t1", { token: "a\r\nb" })), "INVALID_PARAMS", { field: "token" });
     // A config given with message/send names its own place.
-    expectA2AError(() => h.service.set(alice, "1.0", input("t1", { url: "http://localhost/" }), false, { field: "configuration.taskPushNotificationConfig", scheme: () => "authentication.scheme" }), "INVALID_PARAMS", {
+    await rejectsA2AError(() => h.service.set(alice, "1.0", input("t1", { url: "http://localhost/" }), false, { field: "configuration.taskPushNotificationConfig", scheme: () => "authentication.scheme" }), "INVALID_PARAMS", {
       field: "configuration.taskPushNotificationConfig.url",
     });
-    expect(h.service.list(alice, "t1")).toEqual([]);
+    expect((await h.service.list(alice, "t1"))).toEqual([]);
   });
 
   it("accepts private targets when allowPrivateNetworks is on", async () => {
     const h = (await harness({ allowPrivateNetworks: true }));
     h.tasks.set("t1", makeTask("t1"));
-    expect(h.service.set(alice, "1.0", input("t1", { url: "http://127.0.0.1:8080/hook" })).url).toBe("http://127.0.0.1:8080/hook");
+    expect((await h.service.set(alice, "1.0", input("t1", { url: "http://127.0.0.1:8080/hook" }))).url).toBe("http://127.0.0.1:8080/hook");
   });
 
   it("enforces the per-task config limit, but replacing an existing id at the limit is allowed", async () => {
     const h = (await harness({ maxConfigsPerTask: 2 }));
     h.tasks.set("t1", makeTask("t1"));
     h.tasks.set("t2", makeTask("t2"));
-    h.service.set(alice, "1.0", input("t1", { id: "a" }));
-    h.service.set(alice, "1.0", input("t1", { id: "b" }));
-    const e = expectA2AError(() => h.service.set(alice, "1.0", input("t1", { id: "c" })), "INVALID_PARAMS", { task_id: "t1", limit: 2 });
+    await h.service.set(alice, "1.0", input("t1", { id: "a" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "b" }));
+    const e = await rejectsA2AError(() => h.service.set(alice, "1.0", input("t1", { id: "c" })), "INVALID_PARAMS", { task_id: "t1", limit: 2 });
     expect(e.message).toMatch(/A2A_PUSH_MAX_CONFIGS_PER_TASK/);
-    expectA2AError(() => h.service.set(alice, "1.0", input("t1")), "INVALID_PARAMS");
-    expect(h.service.list(alice, "t1").map((c) => c.id)).toEqual(["a", "b"]);
+    await rejectsA2AError(() => h.service.set(alice, "1.0", input("t1")), "INVALID_PARAMS");
+    expect((await h.service.list(alice, "t1")).map((c) => c.id)).toEqual(["a", "b"]);
     // Replace b at the limit.
-    expect(h.service.set(alice, "1.0", input("t1", { id: "b", url: URL_B })).url).toBe(URL_B);
-    expect(h.service.list(alice, "t1").map((c) => [c.id, c.url])).toEqual([
+    expect((await h.service.set(alice, "1.0", input("t1", { id: "b", url: URL_B }))).url).toBe(URL_B);
+    expect((await h.service.list(alice, "t1")).map((c) => [c.id, c.url])).toEqual([
       ["a", URL_A],
       ["b", URL_B],
     ]);
     // Another task has its own limit; a delete makes room.
     expect(() => h.service.set(alice, "1.0", input("t2", { id: "c" }))).not.toThrow();
-    h.service.delete(alice, { taskId: "t1", id: "a" });
+    await h.service.delete(alice, { taskId: "t1", id: "a" });
     expect(() => h.service.set(alice, "1.0", input("t1", { id: "c" }))).not.toThrow();
   });
 });
@@ -327,21 +330,21 @@ describe("PushService quiet hours and event filters (the clock at 00:00 UTC, ins
   it("a2a: held and coalesced to the latest state; an input-required change is sent at once and replaces what was held", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "submitted"));
-    h.service.set(alice, "0.3", input("t1", QUIET));
+    await h.service.set(alice, "0.3", input("t1", QUIET));
     h.service.start();
-    h.service.changed(makeTask("t1", "working"));
+    await h.change(makeTask("t1", "working"));
     await h.flush();
     expect(h.sender.sent).toEqual([]);
-    expect(h.storage.pushOutbox.held("t1", "t1", h.now())).toHaveLength(1);
-    h.service.changed(asking());
+    expect((await h.storage.pushOutbox.held("t1", "t1", h.now()))).toHaveLength(1);
+    await h.change(asking());
     await h.flush();
     expect(states(h)).toEqual(["input-required"]);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "coalesced" })).toBe(1);
-    h.service.changed(makeTask("t1", "working"));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.change(makeTask("t1", "working"));
+    await h.change(makeTask("t1", "completed"));
     await h.flush();
     expect(states(h)).toEqual(["input-required"]);
-    expect(h.storage.pushOutbox.size()).toBe(1);
+    expect((await h.storage.pushOutbox.size())).toBe(1);
     await h.advance(WINDOW_END - T0 - 1);
     expect(states(h)).toEqual(["input-required"]);
     await h.advance(1);
@@ -352,14 +355,14 @@ describe("PushService quiet hours and event filters (the clock at 00:00 UTC, ins
   it("events: one coalesced status_change from the first to the last state, the latest message, input_required at once", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
-    h.service.set(alice, "0.3", input("t1", { ...QUIET, payloadFormat: "events" }));
+    await h.service.set(alice, "0.3", input("t1", { ...QUIET, payloadFormat: "events" }));
     h.service.start();
-    h.service.changed(asking());
+    await h.change(asking());
     await h.flush();
     expect(h.sender.bodies()).toEqual([{ event: "input_required", task_id: "t1", timestamp: new Date(T0).toISOString(), data: { prompt: "Pick?", input_types: ["text/plain"] } }]);
-    h.service.changed(makeTask("t1", "working"));
+    await h.change(makeTask("t1", "working"));
     const done = { ...makeTask("t1", "completed"), history: [{ messageId: "r", role: "agent" as const, parts: [{ kind: "text" as const, text: "result" }] }] };
-    h.service.changed(done);
+    await h.change(done);
     await h.advance(WINDOW_END - T0);
     expect(h.sender.bodies().slice(1)).toEqual([
       expect.objectContaining({ event: "status_change", data: { old_state: "working", new_state: "completed" } }),
@@ -373,11 +376,11 @@ describe("PushService quiet hours and event filters (the clock at 00:00 UTC, ins
   it("enabledEvents: an a2a config is sent only the state changes whose events it enabled", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
-    h.service.set(alice, "0.3", input("t1", { enabledEvents: ["input_required"] }));
+    await h.service.set(alice, "0.3", input("t1", { enabledEvents: ["input_required"] }));
     h.service.start();
-    h.service.changed(asking());
-    h.service.changed(makeTask("t1", "working"));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.change(asking());
+    await h.change(makeTask("t1", "working"));
+    await h.change(makeTask("t1", "completed"));
     await h.flush();
     expect(states(h)).toEqual(["input-required"]);
   });
@@ -388,14 +391,14 @@ describe("PushService notifications", () => {
     const h = (await harness());
     const task = makeTask("t1", "working");
     h.tasks.set("t1", task);
-    h.service.set(alice, "0.3", input("t1", { url: URL_A, token: "tok-03", authentication: { schemes: ["Bearer", "Basic"], credentials: "cred-03" } }));
-    h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_B, token: "tok-10", authentication: { schemes: ["Basic"], credentials: "dXNlcjpwdw==" } }));
-    expect(h.storage.pushOutbox.size()).toBe(0); // working: nothing announced
-    expect(h.service.watches("t1")).toBe(true);
-    expect(h.service.watches("t2")).toBe(false);
+    await h.service.set(alice, "0.3", input("t1", { url: URL_A, token: "tok-03", authentication: { schemes: ["Bearer", "Basic"], credentials: "cred-03" } }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_B, token: "tok-10", authentication: { schemes: ["Basic"], credentials: "dXNlcjpwdw==" } }));
+    expect((await h.storage.pushOutbox.size())).toBe(0); // working: nothing announced
+    expect(await h.storage.pushConfigs.has("t1")).toBe(true);
+    expect(await h.storage.pushConfigs.has("t2")).toBe(false);
 
-    h.service.changed(task);
-    expect(h.storage.pushOutbox.size()).toBe(2);
+    await h.change(task);
+    expect((await h.storage.pushOutbox.size())).toBe(2);
     expect(await counter(h.metrics, "a2a_push_notifications_queued_total")).toBe(2);
     expect(await counter(h.metrics, "a2a_push_outbox_pending")).toBe(2);
 
@@ -416,7 +419,7 @@ describe("PushService notifications", () => {
     expect(Object.keys(body10)).toEqual(["statusUpdate"]);
     expect(body10.statusUpdate).toMatchObject({ taskId: "t1", contextId: "ctx-t1", status: { state: "TASK_STATE_WORKING" } });
 
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "delivered" })).toBe(2);
     expect(await counter(h.metrics, "a2a_push_delivery_attempts_total", { outcome: "delivered" })).toBe(2);
   });
@@ -424,11 +427,11 @@ describe("PushService notifications", () => {
   it("1.0: the terminal notification is the whole task; 0.3 is the task either way", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
-    h.service.set(alice, "0.3", input("t1", { url: URL_A }));
-    h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_B }));
+    await h.service.set(alice, "0.3", input("t1", { url: URL_A }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_B }));
     h.service.start();
     const done = makeTask("t1", "completed");
-    h.service.changed(done);
+    await h.change(done);
     await h.flush();
     const byUrl = new Map(h.sender.sent.map((s) => [s.request.url, s.request]));
     const body10 = JSON.parse(byUrl.get(URL_B)!.body);
@@ -444,10 +447,10 @@ describe("PushService notifications", () => {
     const h = (await harness());
     const task = makeTask("t1", "input-required");
     h.tasks.set("t1", makeTask("t1", "working"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.service.start();
     const event: StatusUpdateEvent = { kind: "status-update", taskId: "t1", contextId: "ctx-t1", status: task.status, final: false, metadata: { marker: 7 } };
-    h.service.changed(task, event);
+    await h.change(task, event);
     await h.flush();
     expect(h.sender.bodies()).toEqual([
       { statusUpdate: expect.objectContaining({ taskId: "t1", status: expect.objectContaining({ state: "TASK_STATE_INPUT_REQUIRED" }), metadata: { marker: 7 } }) },
@@ -457,10 +460,10 @@ describe("PushService notifications", () => {
   it("sends no token or authorization header the config does not have", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "bare" }));
-    h.service.set(alice, "1.0", input("t1", { id: "scheme-only", url: URL_B, authentication: { schemes: ["Bearer"] } }));
+    await h.service.set(alice, "1.0", input("t1", { id: "bare" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "scheme-only", url: URL_B, authentication: { schemes: ["Bearer"] } }));
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
     expect(h.sender.sent).toHaveLength(2);
     for (const s of h.sender.sent) expect(s.request.headers).toEqual({ "content-type": "application/a2a+json" });
@@ -469,37 +472,37 @@ describe("PushService notifications", () => {
   it("changed() for a task without configs queues nothing", async () => {
     const h = (await harness());
     h.service.start();
-    h.service.changed(makeTask("t9"));
+    await h.change(makeTask("t9"));
     await h.flush();
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
     expect(h.sender.sent).toHaveLength(0);
   });
 
   it("nothing is sent before start(); start() delivers what waited (e.g. from before a restart)", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
-    h.service.changed(makeTask("t1"));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.change(makeTask("t1"));
+    await h.change(makeTask("t1", "completed"));
     await h.flush();
     expect(h.sender.sent).toHaveLength(0);
-    expect(h.storage.pushOutbox.size()).toBe(2);
+    expect((await h.storage.pushOutbox.size())).toBe(2);
     h.service.start();
     await h.flush();
     expect(h.sender.bodies().map((b) => Object.keys(b as object)[0])).toEqual(["statusUpdate", "task"]);
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
   });
 
   it("a queued entry whose config has disappeared is dropped without a POST", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
-    h.service.changed(makeTask("t1"));
-    h.storage.pushConfigs.delete("t1", "v1"); // behind the service's back
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.change(makeTask("t1"));
+    await h.storage.pushConfigs.delete("t1", "v1"); // behind the service's back
     h.service.start();
     await h.flush();
     expect(h.sender.sent).toHaveLength(0);
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "dropped" })).toBe(1);
   });
 });
@@ -520,19 +523,19 @@ describe("PushService result access", () => {
   it("records the setter's result access with the config", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "a" }));
-    h.service.set(bob, "1.0", input("t1", { id: "b" }));
-    expect(h.storage.pushConfigs.get("t1", "a")?.access).toEqual({ artifacts: true, files: true });
-    expect(h.storage.pushConfigs.get("t1", "b")?.access).toEqual({ artifacts: false, files: false });
+    await h.service.set(alice, "1.0", input("t1", { id: "a" }));
+    await h.service.set(bob, "1.0", input("t1", { id: "b" }));
+    expect((await h.storage.pushConfigs.get("t1", "a"))?.access).toEqual({ artifacts: true, files: true });
+    expect((await h.storage.pushConfigs.get("t1", "b"))?.access).toEqual({ artifacts: false, files: false });
   });
 
   it("a config set by a principal without results.read / results.files gets no artifacts and no file parts; one with them gets all", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "full", url: URL_A }));
-    h.service.set(bob, "1.0", input("t1", { id: "bare", url: URL_B }));
+    await h.service.set(alice, "1.0", input("t1", { id: "full", url: URL_A }));
+    await h.service.set(bob, "1.0", input("t1", { id: "bare", url: URL_B }));
     h.service.start();
-    h.service.changed(taskWithFiles("completed"));
+    await h.change(taskWithFiles("completed"));
     await h.flush();
     const byUrl = new Map(h.sender.sent.map((s) => [s.request.url, JSON.parse(s.request.body).task]));
     expect(byUrl.get(URL_A).artifacts.map((a: { artifactId: string }) => a.artifactId)).toEqual(["text", "pic"]);
@@ -544,9 +547,9 @@ describe("PushService result access", () => {
   it("0.3 bodies are filtered the same way", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(bob, "0.3", input("t1"));
+    await h.service.set(bob, "0.3", input("t1"));
     h.service.start();
-    h.service.changed(taskWithFiles("completed"));
+    await h.change(taskWithFiles("completed"));
     await h.flush();
     const body = h.sender.bodies()[0] as { kind: string; artifacts?: unknown; history: { parts: unknown[] }[] };
     expect(body.kind).toBe("task");
@@ -568,7 +571,7 @@ describe("PushService announcement on set()", () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", state));
     h.service.start();
-    h.service.set(alice, line, input("t1"));
+    await h.service.set(alice, line, input("t1"));
     await h.flush();
     expect(h.sender.sent).toHaveLength(1);
     const body = h.sender.bodies()[0] as Record<string, { status: { state: string } }>;
@@ -580,7 +583,7 @@ describe("PushService announcement on set()", () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "completed"));
     h.service.start();
-    h.service.set(alice, "0.3", input("t1"));
+    await h.service.set(alice, "0.3", input("t1"));
     await h.flush();
     expect(h.sender.bodies()).toEqual([expect.objectContaining({ kind: "task", id: "t1", status: expect.objectContaining({ state: "completed" }) })]);
   });
@@ -589,10 +592,10 @@ describe("PushService announcement on set()", () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", state));
     h.service.start();
-    h.service.set(alice, "1.0", input("t1"));
+    await h.service.set(alice, "1.0", input("t1"));
     await h.flush();
     expect(h.sender.sent).toHaveLength(0);
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
   });
 
   it("announce=false announces nothing, even for a terminal task", async () => {
@@ -600,24 +603,24 @@ describe("PushService announcement on set()", () => {
     h.tasks.set("t1", makeTask("t1", "completed"));
     h.tasks.set("t2", makeTask("t2", "input-required"));
     h.service.start();
-    h.service.set(alice, "1.0", input("t1"), false);
-    h.service.set(alice, "0.3", input("t2"), false);
+    await h.service.set(alice, "1.0", input("t1"), false);
+    await h.service.set(alice, "0.3", input("t2"), false);
     await h.flush();
     expect(h.sender.sent).toHaveLength(0);
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
   });
 
   it("replacing a config drops what waited for its old URL", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1", "working"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_A }));
-    h.service.changed(makeTask("t1"));
-    h.service.changed(makeTask("t1"));
-    expect(h.storage.pushOutbox.size()).toBe(2);
-    h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_B }));
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    await h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_A }));
+    await h.change(makeTask("t1"));
+    await h.change(makeTask("t1"));
+    expect((await h.storage.pushOutbox.size())).toBe(2);
+    await h.service.set(alice, "1.0", input("t1", { id: "v1", url: URL_B }));
+    expect((await h.storage.pushOutbox.size())).toBe(0);
     h.service.start();
-    h.service.changed(makeTask("t1", "completed"));
+    await h.change(makeTask("t1", "completed"));
     await h.flush();
     expect(h.sender.sent.map((s) => s.request.url)).toEqual([URL_B]);
   });
@@ -629,33 +632,33 @@ describe("PushService delivery", () => {
   it("a retry reschedules with exponential backoff and equal jitter, then sends again when due", async () => {
     const h = (await harness({ retryInitialMs: 1000, retryMaxMs: 60_000, maxAttempts: 10 }, 0.25));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry({ reason: "first" }), retry({ reason: "second" }), retry({ reason: "third" }));
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
 
     // Attempt 1 failed: base 1000 → 500 + 0.25 · 500 = 625.
     expect(h.sender.sent).toHaveLength(1);
-    expect(h.heads()).toEqual([expect.objectContaining({ attempts: 1, nextAttemptAt: T0 + 625, lastError: "first" })]);
+    expect((await h.heads())).toEqual([expect.objectContaining({ attempts: 1, nextAttemptAt: T0 + 625, lastError: "first" })]);
 
     await h.advance(624);
     expect(h.sender.sent).toHaveLength(1);
     await h.advance(1);
     expect(h.sender.sent).toHaveLength(2);
     // Attempt 2 failed at T0 + 625: base 2000 → 1000 + 0.25 · 1000 = 1250.
-    expect(h.heads()).toEqual([expect.objectContaining({ attempts: 2, nextAttemptAt: T0 + 625 + 1250, lastError: "second" })]);
+    expect((await h.heads())).toEqual([expect.objectContaining({ attempts: 2, nextAttemptAt: T0 + 625 + 1250, lastError: "second" })]);
 
     await h.advance(1250);
     expect(h.sender.sent).toHaveLength(3);
     // Attempt 3: base 4000 → 2000 + 0.25 · 2000 = 2500.
-    expect(h.heads()).toEqual([expect.objectContaining({ attempts: 3, nextAttemptAt: T0 + 625 + 1250 + 2500, lastError: "third" })]);
+    expect((await h.heads())).toEqual([expect.objectContaining({ attempts: 3, nextAttemptAt: T0 + 625 + 1250 + 2500, lastError: "third" })]);
 
     await h.advance(2499);
     expect(h.sender.sent).toHaveLength(3);
     await h.advance(1);
     expect(h.sender.sent).toHaveLength(4);
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toEqual([]);
     expect(h.sender.sent.every((s) => s.request.body === h.sender.sent[0]!.request.body)).toBe(true);
     expect(await counter(h.metrics, "a2a_push_delivery_attempts_total", { outcome: "retry" })).toBe(3);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "delivered" })).toBe(1);
@@ -667,25 +670,25 @@ describe("PushService delivery", () => {
   ])("the jitter spans half to all of the base (random %d → %d ms)", async (random, delay) => {
     const h = (await harness({ retryInitialMs: 1000 }, random));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry());
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
-    expect(h.heads()[0]).toMatchObject({ attempts: 1, nextAttemptAt: T0 + delay });
+    expect((await h.heads())[0]).toMatchObject({ attempts: 1, nextAttemptAt: T0 + delay });
   });
 
   it("the backoff is capped by retryMaxMs", async () => {
     const h = (await harness({ retryInitialMs: 1000, retryMaxMs: 3000, maxAttempts: 10 }, 1));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.fallback = retry();
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
     const delays: number[] = [];
     for (let i = 0; i < 5; i++) {
-      const [entry] = h.heads();
+      const [entry] = (await h.heads());
       delays.push(entry!.nextAttemptAt - h.now());
       await h.advance(entry!.nextAttemptAt - h.now());
     }
@@ -697,41 +700,41 @@ describe("PushService delivery", () => {
   it("honours Retry-After (retryAfterMs) instead of the backoff", async () => {
     const h = (await harness({ retryInitialMs: 1000, retryMaxMs: 60_000 }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry({ retryAfterMs: 7000 }));
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
-    expect(h.heads()[0]).toMatchObject({ attempts: 1, nextAttemptAt: T0 + 7000 });
+    expect((await h.heads())[0]).toMatchObject({ attempts: 1, nextAttemptAt: T0 + 7000 });
     await h.advance(6999);
     expect(h.sender.sent).toHaveLength(1);
     await h.advance(1);
     expect(h.sender.sent).toHaveLength(2);
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toEqual([]);
   });
 
   it("caps Retry-After by retryMaxMs", async () => {
     const h = (await harness({ retryMaxMs: 30_000 }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry({ retryAfterMs: 3_600_000 }));
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
-    expect(h.heads()[0]).toMatchObject({ attempts: 1, nextAttemptAt: T0 + 30_000 });
+    expect((await h.heads())[0]).toMatchObject({ attempts: 1, nextAttemptAt: T0 + 30_000 });
   });
 
   it("gives up after maxAttempts: the entry is dropped and counted as expired", async () => {
     const h = (await harness({ maxAttempts: 3, retryInitialMs: 100, retryMaxMs: 1000 }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.fallback = retry();
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
-    for (let i = 0; i < 10 && h.heads().length > 0; i++) await h.advance(h.heads()[0]!.nextAttemptAt - h.now());
+    for (let i = 0; i < 10 && (await h.heads()).length > 0; i++) await h.advance((await h.heads())[0]!.nextAttemptAt - h.now());
     expect(h.sender.sent).toHaveLength(3);
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toEqual([]);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "expired" })).toBe(1);
     expect(await counter(h.metrics, "a2a_push_delivery_attempts_total", { outcome: "retry" })).toBe(3);
     // Nothing more is sent later.
@@ -742,14 +745,14 @@ describe("PushService delivery", () => {
   it("a reject drops the entry at once, without retries", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(REJECT);
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
     await h.advance(120_000);
     expect(h.sender.sent).toHaveLength(1);
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toEqual([]);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "rejected" })).toBe(1);
     expect(await counter(h.metrics, "a2a_push_delivery_attempts_total", { outcome: "rejected" })).toBe(1);
     expect(h.warnings.length).toBeGreaterThan(0);
@@ -758,8 +761,8 @@ describe("PushService delivery", () => {
   it("delivers one (task, config)'s notifications strictly in order, even when the first is retried", async () => {
     const h = (await harness({ retryInitialMs: 1000 }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "slow", url: URL_A }));
-    h.service.set(alice, "1.0", input("t1", { id: "fast", url: URL_B }));
+    await h.service.set(alice, "1.0", input("t1", { id: "slow", url: URL_A }));
+    await h.service.set(alice, "1.0", input("t1", { id: "fast", url: URL_B }));
     // The first POST to URL_A fails once; everything else is delivered.
     let failedOnce = false;
     h.sender.fallback = (req) => {
@@ -770,9 +773,9 @@ describe("PushService delivery", () => {
       return Promise.resolve(DELIVERED);
     };
     h.service.start();
-    h.service.changed(makeTask("t1", "working"));
-    h.service.changed(makeTask("t1", "input-required"));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.change(makeTask("t1", "working"));
+    await h.change(makeTask("t1", "input-required"));
+    await h.change(makeTask("t1", "completed"));
     await h.flush();
 
     const stateOf = (s: Sent): string => {
@@ -784,42 +787,42 @@ describe("PushService delivery", () => {
     expect(to(URL_B)).toEqual(["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]);
     // URL_A: only the failed head so far; the later ones wait behind it.
     expect(to(URL_A)).toEqual(["TASK_STATE_WORKING"]);
-    expect(h.heads()).toEqual([expect.objectContaining({ configId: "slow", attempts: 1 })]);
-    expect(h.storage.pushOutbox.size()).toBe(3);
+    expect((await h.heads())).toEqual([expect.objectContaining({ configId: "slow", attempts: 1 })]);
+    expect((await h.storage.pushOutbox.size())).toBe(3);
 
-    for (let i = 0; i < 10 && h.heads().length > 0; i++) await h.advance(Math.max(1, h.heads()[0]!.nextAttemptAt - h.now()));
+    for (let i = 0; i < 10 && (await h.heads()).length > 0; i++) await h.advance(Math.max(1, (await h.heads())[0]!.nextAttemptAt - h.now()));
     expect(to(URL_A)).toEqual(["TASK_STATE_WORKING", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]);
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toEqual([]);
   });
 
   it("never has two POSTs of one queue in flight at once", async () => {
     const h = (await harness({ maxConcurrency: 8 }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     const first = deferred();
     h.sender.script.push(first.reply);
     h.service.start();
-    h.service.changed(makeTask("t1"));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.change(makeTask("t1"));
+    await h.change(makeTask("t1", "completed"));
     await new Promise<void>((r) => setImmediate(r));
     expect(h.sender.sent).toHaveLength(1);
     first.resolve(DELIVERED);
     await h.flush();
     expect(h.sender.sent).toHaveLength(2);
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toEqual([]);
   });
 
   it("deleting a config drops its pending notifications (counted as dropped); other configs keep theirs", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "gone" }));
-    h.service.set(alice, "1.0", input("t1", { id: "kept", url: URL_B }));
-    h.service.changed(makeTask("t1"));
-    h.service.changed(makeTask("t1", "completed"));
-    expect(h.storage.pushOutbox.size()).toBe(4);
-    h.service.delete(alice, { taskId: "t1", id: "gone" });
-    expect(h.heads().map((d) => d.configId)).toEqual(["kept"]);
-    expect(h.storage.pushOutbox.size()).toBe(2);
+    await h.service.set(alice, "1.0", input("t1", { id: "gone" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "kept", url: URL_B }));
+    await h.change(makeTask("t1"));
+    await h.change(makeTask("t1", "completed"));
+    expect((await h.storage.pushOutbox.size())).toBe(4);
+    await h.service.delete(alice, { taskId: "t1", id: "gone" });
+    expect((await h.heads()).map((d) => d.configId)).toEqual(["kept"]);
+    expect((await h.storage.pushOutbox.size())).toBe(2);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "dropped" })).toBe(2);
     h.service.start();
     await h.flush();
@@ -829,14 +832,14 @@ describe("PushService delivery", () => {
   it("deleting a config while it waits for a retry drops the retry", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry());
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
-    expect(h.heads()).toHaveLength(1);
-    h.service.delete(alice, { taskId: "t1", id: "v1" });
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toHaveLength(1);
+    await h.service.delete(alice, { taskId: "t1", id: "v1" });
+    expect((await h.heads())).toEqual([]);
     await h.advance(120_000);
     expect(h.sender.sent).toHaveLength(1);
   });
@@ -846,11 +849,11 @@ describe("PushService delivery", () => {
     const replies = [deferred(), deferred(), deferred()];
     for (const id of ["t1", "t2", "t3"]) {
       h.tasks.set(id, makeTask(id));
-      h.service.set(alice, "1.0", input(id, { id: "v1" }));
+      await h.service.set(alice, "1.0", input(id, { id: "v1" }));
     }
     h.sender.script.push(...replies.map((d) => d.reply));
     h.service.start();
-    for (const id of ["t1", "t2", "t3"]) h.service.changed(makeTask(id));
+    for (const id of ["t1", "t2", "t3"]) await h.change(makeTask(id));
     await new Promise<void>((r) => setImmediate(r));
     expect(h.sender.sent).toHaveLength(2);
     replies[0]!.resolve(DELIVERED);
@@ -859,16 +862,16 @@ describe("PushService delivery", () => {
     replies[1]!.resolve(DELIVERED);
     replies[2]!.resolve(DELIVERED);
     await h.flush();
-    expect(h.heads()).toEqual([]);
+    expect((await h.heads())).toEqual([]);
   });
 
   it("stop() cuts an in-flight POST short and leaves its entry in the outbox as it was", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.fallback = hangUntilAborted;
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await new Promise<void>((r) => setImmediate(r));
     expect(h.sender.sent).toHaveLength(1);
     const signal = h.sender.sent[0]!.signal;
@@ -877,37 +880,37 @@ describe("PushService delivery", () => {
     await h.service.stop();
     expect(signal?.aborted).toBe(true);
     expect(h.sender.closed).toBe(1);
-    expect(h.heads()).toEqual([expect.objectContaining({ taskId: "t1", configId: "v1", attempts: 0, nextAttemptAt: T0 })]);
-    expect(h.heads()[0]).not.toHaveProperty("lastError");
+    expect((await h.heads())).toEqual([expect.objectContaining({ taskId: "t1", configId: "v1", attempts: 0, nextAttemptAt: T0 })]);
+    expect((await h.heads())[0]).not.toHaveProperty("lastError");
     // Stopped: nothing else is attempted.
-    h.service.changed(makeTask("t1", "completed"));
+    await h.change(makeTask("t1", "completed"));
     await h.advance(60_000);
     expect(h.sender.sent).toHaveLength(1);
-    expect(h.storage.pushOutbox.size()).toBe(2);
+    expect((await h.storage.pushOutbox.size())).toBe(2);
   });
 
   it("stop() even when the POST answers after the abort leaves the entry for the next start", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     const late = deferred();
     h.sender.script.push(late.reply);
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await new Promise<void>((r) => setImmediate(r));
     const stopping = h.service.stop();
     late.resolve(DELIVERED);
     await stopping;
-    expect(h.heads()).toHaveLength(1);
+    expect((await h.heads())).toHaveLength(1);
   });
 
   it("the outbox gauge reports what waits", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
-    h.service.changed(makeTask("t1"));
-    h.service.changed(makeTask("t1"));
-    h.service.changed(makeTask("t1"));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.change(makeTask("t1"));
+    await h.change(makeTask("t1"));
+    await h.change(makeTask("t1"));
     expect(await counter(h.metrics, "a2a_push_outbox_pending")).toBe(3);
     h.service.start();
     await h.flush();
@@ -918,10 +921,10 @@ describe("PushService delivery", () => {
 // ---- a store that fails under the worker ----------------------------------------------------------------------
 //
 // The worker's background wake-ups (#kick() after a delivery, from the retry timer, from the microtask queued by
-// changed()) must survive a store error in outbox.due() / nextDueAt() (SQLite busy past busy_timeout, a full disk:
+// changed()) must survive a store error in (await outbox.due()) / nextDueAt() (SQLite busy past busy_timeout, a full disk:
 // TASK_STORE_UNAVAILABLE): no unhandled rejection or uncaught exception, and the worker tries again later.
 
-/** An outbox that delegates to `base` but whose due() throws once after `arm()`. */
+/** An outbox that delegates to `base` but whose claim() (what the worker reads) rejects once after `arm()`. */
 class FlakyOutbox implements PushOutboxStore {
   #armed = false;
   failures = 0;
@@ -929,36 +932,39 @@ class FlakyOutbox implements PushOutboxStore {
   arm(): void {
     this.#armed = true;
   }
-  enqueue(items: NewDelivery[], at?: number): void {
-    this.base.enqueue(items, at);
+  enqueue(items: NewDelivery[], at?: number): Promise<void> {
+    return this.base.enqueue(items, at);
   }
-  due(now: number, limit: number, busy: ReadonlySet<string>): PushDelivery[] {
+  due(now: number, limit: number, busy: BusyQueues): Promise<PushDelivery[]> {
+    return this.base.due(now, limit, busy);
+  }
+  async claim(now: number, limit: number, busy: BusyQueues, leaseMs: number): Promise<PushDelivery[]> {
     if (this.#armed) {
       this.#armed = false;
       this.failures++;
-      throw new A2AError("TASK_STORE_UNAVAILABLE", "Task store unavailable (pushOutbox.due: SQLITE_BUSY)");
+      throw new A2AError("TASK_STORE_UNAVAILABLE", "Task store unavailable (pushOutbox.claim: SQLITE_BUSY)");
     }
-    return this.base.due(now, limit, busy);
+    return this.base.claim(now, limit, busy, leaseMs);
   }
-  nextDueAt(busy: ReadonlySet<string>, now: number): number | undefined {
+  nextDueAt(busy: BusyQueues, now: number): Promise<number | undefined> {
     return this.base.nextDueAt(busy, now);
   }
-  held(taskId: string, configId: string, now: number): PushDelivery[] {
+  held(taskId: string, configId: string, now: number): Promise<PushDelivery[]> {
     return this.base.held(taskId, configId, now);
   }
-  rewrite(id: number, body: string): void {
-    this.base.rewrite(id, body);
+  rewrite(id: number, body: string): Promise<void> {
+    return this.base.rewrite(id, body);
   }
-  remove(id: number): boolean {
+  remove(id: number): Promise<boolean> {
     return this.base.remove(id);
   }
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): void {
-    this.base.reschedule(id, attempts, nextAttemptAt, lastError);
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): Promise<void> {
+    return this.base.reschedule(id, attempts, nextAttemptAt, lastError);
   }
-  drop(taskId: string, configId?: string): number {
+  drop(taskId: string, configId?: string): Promise<number> {
     return this.base.drop(taskId, configId);
   }
-  size(): number {
+  size(): Promise<number> {
     return this.base.size();
   }
 }
@@ -986,14 +992,14 @@ describe("PushService worker robustness (a store error under the worker)", () =>
     const flaky = new FlakyOutbox(storage.pushOutbox);
     const h = (await harness({ outbox: flaky, configs: storage.pushConfigs }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(() => {
       flaky.arm(); // the kick in #attempt's .finally() will hit the store error
       return Promise.resolve(retry());
     });
     const rejections = await recordUnhandledRejections(async () => {
       h.service.start();
-      h.service.changed(makeTask("t1"));
+      await h.change(makeTask("t1"));
       await h.flush();
     });
     expect(flaky.failures).toBe(1);
@@ -1009,10 +1015,10 @@ describe("PushService worker robustness (a store error under the worker)", () =>
     const flaky = new FlakyOutbox(storage.pushOutbox);
     const h = (await harness({ outbox: flaky, configs: storage.pushConfigs }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry());
     h.service.start();
-    h.service.changed(makeTask("t1"));
+    await h.change(makeTask("t1"));
     await h.flush();
     expect(h.sender.sent).toHaveLength(1);
     flaky.arm(); // the timer's kick will hit the store error
@@ -1040,13 +1046,13 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
     h.tasks.set("t1", makeTask("t1", "completed"));
     h.service.start();
     const cfg = input("t1", { id: "c", token: "tok" });
-    h.service.set(alice, "1.0", cfg);
+    await h.service.set(alice, "1.0", cfg);
     await h.flush();
     expect(h.sender.sent).toHaveLength(1);
-    h.service.set(alice, "1.0", { ...cfg });
+    await h.service.set(alice, "1.0", { ...cfg });
     await h.flush();
     expect(h.sender.sent, "identical re-registration").toHaveLength(1);
-    h.service.set(alice, "1.0", { ...cfg, token: "tok-2" });
+    await h.service.set(alice, "1.0", { ...cfg, token: "tok-2" });
     await h.flush();
     expect(h.sender.sent.map((s) => s.request.headers["x-a2a-notification-token"])).toEqual(["tok", "tok-2"]);
   });
@@ -1054,41 +1060,41 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
   it("an empty id is unset (0.3: the task's id, 1.0: a fresh one); an id with / or over 256 characters is refused", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    expect(h.service.set(alice, "0.3", input("t1", { id: "" })).id).toBe("t1");
-    const fresh = h.service.set(alice, "1.0", input("t1", { id: "" })).id;
+    expect((await h.service.set(alice, "0.3", input("t1", { id: "" }))).id).toBe("t1");
+    const fresh = (await h.service.set(alice, "1.0", input("t1", { id: "" }))).id;
     expect(fresh).toMatch(/^[0-9a-f-]{36}$/);
-    expectA2AError(() => h.service.set(alice, "1.0", input("t1", { id: "a/b" })), "INVALID_PARAMS", { field: "id" });
-    expectA2AError(() => h.service.set(alice, "0.3", input("t1", { id: "x".repeat(257) })), "INVALID_PARAMS", { field: "pushNotificationConfig.id" });
-    expect(h.service.set(alice, "1.0", input("t1", { id: "x".repeat(256) })).id).toHaveLength(256);
+    await rejectsA2AError(() => h.service.set(alice, "1.0", input("t1", { id: "a/b" })), "INVALID_PARAMS", { field: "id" });
+    await rejectsA2AError(() => h.service.set(alice, "0.3", input("t1", { id: "x".repeat(257) })), "INVALID_PARAMS", { field: "pushNotificationConfig.id" });
+    expect((await h.service.set(alice, "1.0", input("t1", { id: "x".repeat(256) }))).id).toHaveLength(256);
   });
 
   it("a config's token and credentials are shown to the principal who set it and to admins, not to others", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
     const secretCfg = input("t1", { id: "by-admin", token: "admin-token", authentication: { schemes: ["Bearer"], credentials: "admin-cred" } });
-    const setter = h.service.set(admin, "1.0", secretCfg);
+    const setter = (await h.service.set(admin, "1.0", secretCfg));
     expect(setter).toMatchObject({ token: "admin-token", authentication: { credentials: "admin-cred" } });
-    const seen = h.service.get(alice, { taskId: "t1", id: "by-admin" });
+    const seen = (await h.service.get(alice, { taskId: "t1", id: "by-admin" }));
     expect(seen.token).toBeUndefined();
     expect(seen.authentication).toEqual({ schemes: ["Bearer"] });
     expect(seen.url).toBe(URL_A);
-    expect(h.service.list(alice, "t1")[0]!.token).toBeUndefined();
-    expect(h.service.get(admin, { taskId: "t1", id: "by-admin" }).token).toBe("admin-token");
+    expect((await h.service.list(alice, "t1"))[0]!.token).toBeUndefined();
+    expect((await h.service.get(admin, { taskId: "t1", id: "by-admin" })).token).toBe("admin-token");
     // Alice's own config keeps its secrets for her.
-    h.service.set(alice, "1.0", input("t1", { id: "by-alice", token: "alice-token" }));
-    expect(h.service.get(alice, { taskId: "t1", id: "by-alice" }).token).toBe("alice-token");
+    await h.service.set(alice, "1.0", input("t1", { id: "by-alice", token: "alice-token" }));
+    expect((await h.service.get(alice, { taskId: "t1", id: "by-alice" })).token).toBe("alice-token");
   });
 
   it("a notification older than maxAgeMs is given up without a POST (expired)", async () => {
     const h = (await harness({ maxAgeMs: 10_000 }));
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1"));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.service.set(alice, "1.0", input("t1"));
+    await h.change(makeTask("t1", "completed"));
     await h.advance(10_001);
     h.service.start();
     await h.flush();
     expect(h.sender.sent).toHaveLength(0);
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "expired" })).toBe(1);
   });
 
@@ -1097,13 +1103,13 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
     h.tasks.set("t1", makeTask("t1"));
     h.sender.script.push(hangUntilAborted);
     h.service.start();
-    h.service.set(alice, "1.0", input("t1", { id: "c" }));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.service.set(alice, "1.0", input("t1", { id: "c" }));
+    await h.change(makeTask("t1", "completed"));
     // Not flush(): it waits for the POST in flight, which hangs until aborted.
     for (let i = 0; i < 5 && h.sender.sent.length === 0; i++) await new Promise<void>((r) => setImmediate(r));
     expect(h.sender.sent).toHaveLength(1);
     expect(h.sender.sent[0]!.signal?.aborted).toBe(false);
-    h.service.delete(alice, { taskId: "t1", id: "c" });
+    await h.service.delete(alice, { taskId: "t1", id: "c" });
     expect(h.sender.sent[0]!.signal?.aborted).toBe(true);
     await h.flush();
     await h.advance(120_000);
@@ -1115,8 +1121,8 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
   it("store failures under the worker back off: the retries come further apart", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
-    h.service.set(alice, "1.0", input("t1"));
-    h.service.changed(makeTask("t1", "completed"));
+    await h.service.set(alice, "1.0", input("t1"));
+    await h.change(makeTask("t1", "completed"));
     await h.flush(); // the kick changed() queued runs before start(): nothing
     const outbox = h.storage.pushOutbox;
     let calls = 0;
@@ -1156,12 +1162,12 @@ describe("PushService: per-host concurrency", () => {
       });
     for (const id of ["a1", "a2", "a3"]) {
       h.tasks.set(id, makeTask(id));
-      h.service.set(alice, "1.0", input(id, { url: `${slowHost}/${id}` }));
-      h.service.changed(makeTask(id, "completed"));
+      await h.service.set(alice, "1.0", input(id, { url: `${slowHost}/${id}` }));
+      await h.change(makeTask(id, "completed"));
     }
     h.tasks.set("b1", makeTask("b1"));
-    h.service.set(alice, "1.0", input("b1", { url: URL_B }));
-    h.service.changed(makeTask("b1", "completed"));
+    await h.service.set(alice, "1.0", input("b1", { url: URL_B }));
+    await h.change(makeTask("b1", "completed"));
     h.service.start();
     const settle = async () => {
       for (let i = 0; i < 5; i++) await new Promise<void>((r) => setImmediate(r));
@@ -1170,14 +1176,14 @@ describe("PushService: per-host concurrency", () => {
     // Two POSTs held at the slow host, the other host delivered although a slot of the four was free for a3.
     expect(held).toHaveLength(2);
     expect(h.sender.sent.map((s) => new URL(s.request.url).origin).filter((o) => o !== slowHost)).toEqual([new URL(URL_B).origin]);
-    expect(h.storage.pushOutbox.size()).toBe(3);
+    expect((await h.storage.pushOutbox.size())).toBe(3);
     held.shift()!.release();
     await settle();
     expect(held, "a3 starts when one of the slow host's POSTs ends").toHaveLength(2);
     expect(h.sender.sent).toHaveLength(4);
     for (const x of held.splice(0)) x.release();
     await h.flush();
-    expect(h.storage.pushOutbox.size()).toBe(0);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
     expect(await counter(h.metrics, "a2a_push_notifications_finished_total", { outcome: "delivered" })).toBe(4);
   });
 });

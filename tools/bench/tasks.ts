@@ -37,7 +37,7 @@ import os from "node:os";
 import path from "node:path";
 import { CredentialRegistry } from "../../src/auth/credentials.js";
 import { catalog } from "../../src/contract/catalog.js";
-import { openDatabase, parseStoreUrl, SqliteTaskStore } from "../../src/storage/index.js";
+import { openStorage } from "../../src/storage/index.js";
 import { ensureBuilt } from "../../test/support/build.js";
 import { onSseFrames, spawnListening, stopProcess } from "./listening.js";
 import { benchTaskId, gatewayTask } from "./sdk-server.js";
@@ -504,20 +504,20 @@ async function partTurns(report: string[]): Promise<{ memory: GatewayClient; stu
 // Part 2: GetTask with 10,000 stored tasks
 
 /** Fills a fresh gateway SQLite file with TASKS tasks through src/storage, owned by the bench token's principal. */
-function fillGatewayStore(file: string): { owner: string; ms: number } {
+async function fillGatewayStore(file: string): Promise<{ owner: string; ms: number }> {
   const principal = new CredentialRegistry({ bearerToken: TOKEN }, { access: catalog.access_control }).resolve({ authorization: `Bearer ${TOKEN}` });
   if (principal === null) throw new Error("the bench token does not resolve to a principal");
   const start = hr();
-  const db = openDatabase(parseStoreUrl(`sqlite:///${file}`));
+  const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
   try {
-    const tasks = new SqliteTaskStore(db);
     const timestamp = new Date().toISOString();
-    db.transaction("bench.fill", () => {
-      for (let i = 0; i < TASKS; i++) tasks.create(gatewayTask(i, timestamp), principal.id, { acceptedOutputModes: ["text/plain", "application/json"] });
+    await storage.atomically(async (tx) => {
+      for (let i = 0; i < TASKS; i++) await tx.tasks.create(gatewayTask(i, timestamp), principal.id, { acceptedOutputModes: ["text/plain", "application/json"] });
     });
-    if (tasks.count() !== TASKS) throw new Error(`expected ${TASKS} tasks, found ${tasks.count()}`);
+    const count = await storage.tasks.count();
+    if (count !== TASKS) throw new Error(`expected ${TASKS} tasks, found ${count}`);
   } finally {
-    db.close();
+    await storage.close();
   }
   return { owner: principal.id, ms: msSince(start) };
 }
@@ -648,7 +648,7 @@ async function partGetTask(report: string[], memory: GatewayClient, memoryPid: n
 
   progress(`part 2: filling the gateway SQLite store with ${TASKS} tasks, starting gateway + 2 SDK servers`);
   const file = path.join(tmp, "gettask.db");
-  const fill = fillGatewayStore(file);
+  const fill = await fillGatewayStore(file);
   const uncachedFile = path.join(tmp, "gettask-uncached.db");
   fs.copyFileSync(file, uncachedFile);
   const [gwSqlite, gwUncached, sdkMemory, sdkSqlite, floor] = await Promise.all([
