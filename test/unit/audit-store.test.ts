@@ -1,24 +1,17 @@
 // The audit log store: one behavioural suite (append, newest-first listing, every filter, keyset paging with opaque
 // tokens, bad tokens, prune, trim, ids never reused, failure mapping) run against every backend — memory, SQLite and
 // PostgreSQL (the test run's throwaway cluster, one fresh database per case) — then two gateways appending to one
-// PostgreSQL database at once, SQLite durability, migrations v3/v6 on older databases, and the query parser of
-// GET /admin/audit.
+// PostgreSQL database at once, and the page tokens. SQLite durability and migrations: audit-sqlite.test.ts; the
+// query parser of GET /admin/audit: audit-query.test.ts.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseAuditQuery } from "../../src/server/audit-routes.js";
 import { A2AError } from "../../src/contract/errors.js";
-import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import {
   decodeAuditPageToken,
   encodeAuditPageToken,
-  LATEST_SCHEMA_VERSION,
-  MIGRATIONS,
-  migrate,
   openStorage,
-  readSchemaVersion,
   SqlAuditStore,
   type AuditEntry,
   type AuditStore,
@@ -343,96 +336,6 @@ describe.each(backends)("audit store ($name)", ({ open }) => {
   });
 });
 
-describe("audit store specifics", () => {
-  it("page tokens are base64url of the id", () => {
-    expect(encodeAuditPageToken(42)).toBe(Buffer.from("42").toString("base64url"));
-    expect(decodeAuditPageToken(encodeAuditPageToken(9_007_199_254_740_991))).toBe(9_007_199_254_740_991);
-  });
-
-  it("SQLite entries survive a reopen", async () => {
-    const file = freshFile();
-    const first = await openStorage({ backend: "sqlite", url: dbUrl(file) });
-    await first.audit.append([entry({ task_id: "durable" })]);
-    await first.close();
-    const second = await openStorage({ backend: "sqlite", url: dbUrl(file) });
-    try {
-      expect((await second.audit.list({ task_id: "durable" }, 10)).entries).toHaveLength(1);
-    } finally {
-      await second.close();
-    }
-  });
-
-  it("migration v3 creates the audit table and its indexes, also on a v2 database, idempotently", () => {
-    const raw = pinDatabase(new Database(":memory:"));
-    try {
-      // a database written by a v2 build
-      expect(migrate(raw, MIGRATIONS.slice(0, 2))).toEqual({ from: 0, to: 2, applied: [1, 2] });
-      expect(prepare(raw, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'a2a_audit_log'").pluck().get()).toBe(0);
-      const toV3 = MIGRATIONS.slice(0, 3);
-      expect(migrate(raw, toV3)).toEqual({ from: 2, to: 3, applied: [3] });
-      expect(migrate(raw, toV3)).toEqual({ from: 3, to: 3, applied: [] });
-      expect(readSchemaVersion(raw)).toBe(3);
-      MIGRATIONS[2]!.up(raw); // applying the statements again (a racing process) is harmless
-      const columns = prepare(raw, "SELECT name FROM pragma_table_info('a2a_audit_log') ORDER BY cid").pluck().all();
-      expect(columns).toEqual([
-        "id", "at_ms", "principal", "credential_id", "transport", "line", "method", "task_id", "context_id", "session_id",
-        "outcome", "error_reason", "status", "duration_ms", "client_ip",
-      ]);
-      const indexes = prepare(raw, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'a2a_audit_log' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-        .pluck()
-        .all();
-      expect(indexes).toEqual(["a2a_audit_log_at", "a2a_audit_log_principal", "a2a_audit_log_task"]);
-      expect(() =>
-        prepare(raw, "INSERT INTO a2a_audit_log (at_ms, transport, line, method, outcome, status, duration_ms) VALUES (0, 'grpc', '1.0', 'm', 'ok', 200, 1)").run(),
-      ).toThrow(/CHECK/);
-    } finally {
-      raw.close();
-    }
-  });
-
-  it("migration v6 adds the nullable trace_id (and its index) to a v5 audit log, keeping its rows, idempotently", () => {
-    const raw = pinDatabase(new Database(":memory:"));
-    try {
-      expect(migrate(raw, MIGRATIONS.slice(0, 5))).toEqual({ from: 0, to: 5, applied: [1, 2, 3, 4, 5] });
-      prepare(raw, "INSERT INTO a2a_audit_log (at_ms, transport, line, method, outcome, status, duration_ms) VALUES (0, 'rest', '1.0', 'old', 'ok', 200, 1)").run();
-      expect(migrate(raw, MIGRATIONS.slice(0, 6))).toEqual({ from: 5, to: 6, applied: [6] });
-      MIGRATIONS[5]!.up(raw); // applying it again (a racing process) is harmless
-      const columns = prepare(raw, "SELECT name FROM pragma_table_info('a2a_audit_log') ORDER BY cid").pluck().all();
-      expect(columns.at(-1)).toBe("trace_id");
-      expect(prepare(raw, "SELECT method, trace_id FROM a2a_audit_log").all()).toEqual([{ method: "old", trace_id: null }]);
-      const outbox = prepare(raw, "SELECT name FROM pragma_table_info('a2a_push_outbox') ORDER BY cid").pluck().all();
-      expect(outbox.slice(-2)).toEqual(["traceparent", "tracestate"]);
-      expect(prepare(raw, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'a2a_audit_log_trace'").pluck().get()).toBe(1);
-    } finally {
-      raw.close();
-    }
-  });
-
-  it("a v2 database file opened by this build gains the audit log and keeps its data", async () => {
-    const file = freshFile();
-    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const raw = pinDatabase(new Database(file));
-    migrate(raw, MIGRATIONS.slice(0, 2));
-    prepare(raw, "INSERT INTO a2a_store_meta (key, value) VALUES ('k', 'v')").run();
-    raw.close();
-    fs.chmodSync(file, 0o600);
-    const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
-    try {
-      await storage.audit.append([entry({ task_id: "after-upgrade" })]);
-      expect((await storage.audit.list({}, 10)).entries.map((e) => e.task_id)).toEqual(["after-upgrade"]);
-    } finally {
-      await storage.close();
-    }
-    const check = pinDatabase(new Database(file, { readonly: true }));
-    try {
-      expect(readSchemaVersion(check)).toBe(LATEST_SCHEMA_VERSION);
-      expect(prepare(check, "SELECT value FROM a2a_store_meta WHERE key = 'k'").pluck().get()).toBe("v");
-    } finally {
-      check.close();
-    }
-  });
-});
-
 describe.skipIf(postgresUrl === undefined)("audit store (two gateways on one PostgreSQL database)", () => {
   it("appending at once through two pools loses nothing; a listing pages through every entry exactly once", async () => {
     const database = await freshDatabase();
@@ -482,62 +385,9 @@ describe.skipIf(postgresUrl === undefined)("audit store (two gateways on one Pos
   });
 });
 
-describe("GET /admin/audit query", () => {
-  const invalidField = (query: Record<string, string | string[]>): unknown => {
-    try {
-      parseAuditQuery(query);
-    } catch (err) {
-      expect(err).toBeInstanceOf(A2AError);
-      expect((err as A2AError).reason).toBe("INVALID_PARAMS");
-      return (err as A2AError).data.field;
-    }
-    return undefined;
-  };
-
-  it("parses filters, the limit (default 100) and the page token; ignores unknown and empty parameters", () => {
-    expect(parseAuditQuery({})).toEqual({ filter: {}, limit: 100 });
-    expect(
-      parseAuditQuery({
-        principal: "alice",
-        credential_id: "cred-a",
-        method: "GET /tasks/{id}",
-        task_id: "t1",
-        session_id: "ses_1",
-        outcome: "error",
-        since: "2025-01-01T01:00:00+01:00",
-        until: "2025-01-02T00:00:00.5Z",
-        limit: "500",
-        page_token: "NDI",
-        "A2A-Version": "1.0",
-        context_id: "",
-      }),
-    ).toEqual({
-      filter: {
-        principal: "alice",
-        credential_id: "cred-a",
-        method: "GET /tasks/{id}",
-        task_id: "t1",
-        session_id: "ses_1",
-        outcome: "error",
-        since: T0,
-        until: T0 + 86_400_000 + 500,
-      },
-      limit: 500,
-      pageToken: "NDI",
-    });
-    // an unencoded "+" of the offset arrives as a space
-    expect(parseAuditQuery({ since: "2025-01-01T01:00:00 01:00", principal: "" }).filter).toEqual({ since: T0 });
-  });
-
-  it("names the offending parameter", () => {
-    expect(invalidField({ limit: "0" })).toBe("limit");
-    expect(invalidField({ limit: "501" })).toBe("limit");
-    expect(invalidField({ limit: "ten" })).toBe("limit");
-    expect(invalidField({ limit: "1.5" })).toBe("limit");
-    expect(invalidField({ outcome: "failed" })).toBe("outcome");
-    expect(invalidField({ since: "2025-01-01" })).toBe("since");
-    expect(invalidField({ until: "2025-13-01T00:00:00Z" })).toBe("until");
-    expect(invalidField({ principal: ["a", "b"] })).toBe("principal");
-    expect(invalidField({ task_id: "x".repeat(257) })).toBe("task_id");
+describe("audit page tokens", () => {
+  it("page tokens are base64url of the id", () => {
+    expect(encodeAuditPageToken(42)).toBe(Buffer.from("42").toString("base64url"));
+    expect(decodeAuditPageToken(encodeAuditPageToken(9_007_199_254_740_991))).toBe(9_007_199_254_740_991);
   });
 });
