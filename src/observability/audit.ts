@@ -1,8 +1,10 @@
-// The audit recorder: the transports hand it one entry per call; it buffers them in memory and writes each batch in
-// one transaction — every `flushIntervalMs` (an unref'd timer, so it never holds the process open), or at once when
-// `maxBuffer` entries are waiting. close() writes what is left synchronously, so nothing is lost at shutdown. A
-// failing write is logged (and its batch dropped), never thrown into a request. Entries older than `retentionDays`
-// are pruned at start and then once an hour.
+// The audit recorder: the transports hand it one entry per call (record() is synchronous and never waits on the
+// store); it buffers them in memory and writes each batch in one transaction — every `flushIntervalMs` (an unref'd
+// timer, so it never holds the process open), or as soon as `maxBuffer` entries are waiting. The store's work (writes,
+// trims, prunes) runs one operation at a time in the order it was asked for, so batches are written in the order
+// their entries were recorded. close() writes what is left and resolves once everything asked of the store is done,
+// so nothing is lost at shutdown. A failing write is logged (and its batch dropped), never thrown into a request.
+// Entries older than `retentionDays` are pruned at start and then once an hour.
 import type { Logger } from "pino";
 import type { AuditStore, NewAuditEntry } from "../storage/audit.js";
 
@@ -41,6 +43,8 @@ export class AuditRecorder {
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly pruneTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Settles when the last store operation asked for is done (never rejects): each new one runs after it. */
+  private tail: Promise<unknown> = Promise.resolve();
   /** The store the entries go to (GET /admin/audit reads it). */
   readonly store: AuditStore;
   private readonly log: Pick<Logger, "error" | "debug">;
@@ -61,18 +65,18 @@ export class AuditRecorder {
     this.maxBuffer = Math.max(1, Math.floor(options.maxBuffer ?? 1000));
     this.now = options.now ?? Date.now;
     if (this.retentionDays > 0 || this.maxEntries > 0) {
-      this.prune();
-      this.pruneTimer = setInterval(() => this.prune(), Math.max(1, options.pruneIntervalMs ?? 3_600_000));
+      this.background(this.prune());
+      this.pruneTimer = setInterval(() => this.background(this.prune()), Math.max(1, options.pruneIntervalMs ?? 3_600_000));
       this.pruneTimer.unref();
     }
   }
 
-  /** Entries waiting to be written. */
+  /** Entries waiting in memory (not yet handed to the store). */
   get pending(): number {
     return this.buffer.length;
   }
 
-  /** Queue one entry. Never throws. After close() the entry is written at once. */
+  /** Queue one entry. Never throws, never waits. After close() the entry is handed to the store at once. */
   record(input: AuditRecordInput): void {
     let entry: NewAuditEntry;
     try {
@@ -83,68 +87,95 @@ export class AuditRecorder {
     }
     this.buffer.push(entry);
     if (this.closed || this.buffer.length >= this.maxBuffer) {
-      this.flush();
+      this.background(this.flush());
       return;
     }
     if (this.flushTimer === undefined) {
       this.flushTimer = setTimeout(() => {
         this.flushTimer = undefined;
-        this.flush();
+        this.background(this.flush());
       }, this.flushIntervalMs);
       this.flushTimer.unref();
     }
   }
 
-  /** Write every waiting entry now, in one transaction. Never throws (a failure is logged, the batch dropped). */
-  flush(): void {
+  /**
+   * Hand every waiting entry to the store now, as one transaction; resolves once it and everything asked of the store
+   * before it is done. Never rejects (a failed write is logged and its batch dropped).
+   */
+  flush(): Promise<void> {
     if (this.flushTimer !== undefined) {
       clearTimeout(this.flushTimer);
       this.flushTimer = undefined;
     }
-    if (this.buffer.length === 0) return;
-    const batch = this.buffer;
-    this.buffer = [];
+    if (this.buffer.length > 0) {
+      const batch = this.buffer;
+      this.buffer = [];
+      return this.enqueue(() => this.write(batch)).then(() => undefined);
+    }
+    return this.tail.then(() => undefined);
+  }
+
+  /** Delete the oldest entries beyond A2A_AUDIT_MAX_ENTRIES. Resolves to how many; never rejects. */
+  trim(): Promise<number> {
+    return this.enqueue(() => this.trimNow());
+  }
+
+  /** Delete entries past the retention window and beyond the size bound. Resolves to how many (0 when off or failed). */
+  prune(): Promise<number> {
+    return this.enqueue(async () => {
+      const trimmed = await this.trimNow();
+      if (!(this.retentionDays > 0)) return trimmed;
+      try {
+        const removed = await this.store.prune(this.now() - this.retentionDays * DAY_MS);
+        if (removed > 0) this.log.debug({ removed, retention_days: this.retentionDays }, "audit log pruned");
+        return removed;
+      } catch (err) {
+        this.log.error({ err }, "audit log prune failed");
+        return 0;
+      }
+    });
+  }
+
+  /** Stop the timers and write what is waiting; resolves when the store has done all it was asked. Idempotent; call before the storage closes. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.pruneTimer !== undefined) clearInterval(this.pruneTimer);
+    await this.flush();
+  }
+
+  /** Runs `work` after every store operation asked for before it. `work` handles its own failures. */
+  private enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(work);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A promise nobody awaits: an unexpected failure is logged rather than left unhandled. */
+  private background(work: Promise<unknown>): void {
+    work.catch((err: unknown) => this.log.error({ err }, "audit log store operation failed"));
+  }
+
+  private async write(batch: NewAuditEntry[]): Promise<void> {
     try {
-      this.store.append(batch);
+      await this.store.append(batch);
     } catch (err) {
       this.log.error({ err, dropped: batch.length }, "audit log write failed; entries dropped");
       return;
     }
     this.sinceTrim += batch.length;
-    if (this.maxEntries > 0 && this.sinceTrim >= Math.min(10_000, Math.max(1, Math.ceil(this.maxEntries / 100)))) this.trim();
+    if (this.maxEntries > 0 && this.sinceTrim >= Math.min(10_000, Math.max(1, Math.ceil(this.maxEntries / 100)))) await this.trimNow();
   }
 
-  /** Delete the oldest entries beyond A2A_AUDIT_MAX_ENTRIES. Never throws. */
-  trim(): number {
+  private async trimNow(): Promise<number> {
     this.sinceTrim = 0;
     if (this.maxEntries <= 0) return 0;
     try {
-      return this.store.trim(this.maxEntries);
+      return await this.store.trim(this.maxEntries);
     } catch (err) {
       this.log.error({ err }, "audit log trim failed");
       return 0;
     }
-  }
-
-  /** Delete entries past the retention window and beyond the size bound. Returns how many (0 when off or failed). */
-  prune(): number {
-    const trimmed = this.trim();
-    if (!(this.retentionDays > 0)) return trimmed;
-    try {
-      const removed = this.store.prune(this.now() - this.retentionDays * DAY_MS);
-      if (removed > 0) this.log.debug({ removed, retention_days: this.retentionDays }, "audit log pruned");
-      return removed;
-    } catch (err) {
-      this.log.error({ err }, "audit log prune failed");
-      return 0;
-    }
-  }
-
-  /** Stop the timers and write what is waiting (synchronously). Idempotent; call before the storage closes. */
-  close(): void {
-    this.closed = true;
-    if (this.pruneTimer !== undefined) clearInterval(this.pruneTimer);
-    this.flush();
   }
 
   private normalise(input: AuditRecordInput): NewAuditEntry {

@@ -15,7 +15,7 @@ import { PushService } from "../push/service.js";
 import { Discovery } from "./discovery.js";
 import { httpSide, type HttpSide } from "./http.js";
 import { AuditRecorder } from "../observability/audit.js";
-import { MemoryAuditStore } from "../storage/audit.js";
+import { DEFAULT_MEMORY_AUDIT_ENTRIES } from "../storage/audit.js";
 import type { Upstream } from "../upstream/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../observability/metrics.js";
@@ -325,12 +325,15 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : [])),
   ]);
 
-  // The audit log lives in the task store; contract-only setups (no upstream, no store) keep it in memory.
+  // The audit log lives in the task store; contract-only setups (no upstream, no store) keep it in a private
+  // in-memory store (the memory backend: SQLite in memory), bounded to DEFAULT_MEMORY_AUDIT_ENTRIES, closed with the gateway.
+  const auditStorage = storage ?? (await openStorage({ backend: "memory" }));
+  const ownsAuditStorage = auditStorage !== storage;
   const recorder = new AuditRecorder({
-    store: storage?.audit ?? new MemoryAuditStore(),
+    store: auditStorage.audit,
     log: log.child({ component: "audit" }),
     retentionDays: config.auditRetentionDays,
-    maxEntries: config.auditMaxEntries,
+    maxEntries: ownsAuditStorage ? Math.min(config.auditMaxEntries || DEFAULT_MEMORY_AUDIT_ENTRIES, DEFAULT_MEMORY_AUDIT_ENTRIES) : config.auditMaxEntries,
   });
   const registryOf = interrupts;
   const governanceHistory = registryOf === undefined ? undefined : registryOf.history.bind(registryOf);
@@ -381,9 +384,10 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       if (expirySweep !== undefined) clearInterval(expirySweep);
       runtime?.shutdown();
       await push?.stop();
-      recorder.close();
+      await recorder.close();
       await mcp?.close();
       if (ownsStorage) await storage?.close();
+      if (ownsAuditStorage) await auditStorage.close();
       await stopSpanExport?.();
     },
   };

@@ -79,10 +79,10 @@ export function parseAuditQuery(query: Record<string, string | string[] | undefi
 }
 
 export function registerAuditRoutes(router: Router, deps: AuditRouteDeps): void {
-  router.get("/admin/audit", (ctx: Context) => {
+  router.get("/admin/audit", async (ctx: Context) => {
     const { filter, limit, pageToken } = parseAuditQuery(ctx.query);
-    deps.recorder.flush();
-    const page = deps.recorder.store.list(filter, limit, pageToken); // a bad page_token → INVALID_PARAMS
+    await deps.recorder.flush(); // never rejects: a failed write is logged by the recorder
+    const page = await deps.recorder.store.list(filter, limit, pageToken); // a bad page_token → INVALID_PARAMS
     ctx.set("Cache-Control", "no-store");
     json(ctx, { entries: page.entries, ...(page.next === undefined ? {} : { next_page_token: page.next }) });
   });

@@ -1,10 +1,13 @@
 // The audit log's persistence: one entry per call — who (principal, credential id), how (transport, line), which
 // method, about which task/context/session, the outcome (HTTP status, error reason) and the duration. Never a
 // secret, never a request or response body. Entries are read newest first with keyset pagination on the id; the
-// page token is opaque to clients (base64url of the last id returned). SQLite (table a2a_audit_log, migration 3; trace_id: 6; peer: 10)
-// and a bounded in-memory implementation (drops the oldest entries beyond `maxEntries`) behave the same.
+// page token is opaque to clients (base64url of the last id returned). One Kysely implementation serves SQLite
+// (table a2a_audit_log, migration 3; trace_id: 6; peer: 10) and PostgreSQL (./sql/postgres-migrations.ts, version 7);
+// the memory backend is the same store on an in-memory SQLite database.
+import type { Insertable, Kysely, Selectable } from "kysely";
 import { invalidParams } from "../contract/errors.js";
-import type { StoreDatabase } from "./database.js";
+import { int, storeCall } from "./sql/rows.js";
+import type { AuditLogTable, SqlSchema } from "./sql/schema.js";
 
 export type AuditTransport = "jsonrpc" | "rest";
 export type AuditOutcome = "ok" | "error";
@@ -63,20 +66,23 @@ export interface AuditListResult {
 }
 
 export interface AuditStore {
-  /** Append entries in one transaction (all or nothing). */
-  append(entries: readonly NewAuditEntry[]): void;
+  /**
+   * Append entries in one transaction (all or nothing), with ids growing in their order. An entry whose `at` is not a
+   * date rejects the whole batch (a TypeError) before anything is written.
+   */
+  append(entries: readonly NewAuditEntry[]): Promise<void>;
   /**
    * Up to `limit` entries matching `filter`, newest first, older than the page `cursor` (a `next` token of an
    * earlier call). A token this store did not issue fails with INVALID_PARAMS (field `page_token`).
    */
-  list(filter: AuditFilter, limit: number, cursor?: string): AuditListResult;
-  /** Delete entries recorded before `beforeMs` (epoch ms). Returns how many. */
-  prune(beforeMs: number): number;
-  /** Delete the oldest entries beyond the newest `maxEntries`. Returns how many. */
-  trim(maxEntries: number): number;
+  list(filter: AuditFilter, limit: number, cursor?: string): Promise<AuditListResult>;
+  /** Delete entries recorded before `beforeMs` (epoch ms). Resolves to how many. */
+  prune(beforeMs: number): Promise<number>;
+  /** Delete the oldest entries beyond the newest `maxEntries`. Resolves to how many. */
+  trim(maxEntries: number): Promise<number>;
 }
 
-/** The in-memory store keeps at most this many entries by default. */
+/** A private in-memory audit log (a gateway without a task store: contract-only setups) keeps at most this many entries. */
 export const DEFAULT_MEMORY_AUDIT_ENTRIES = 100_000;
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -97,38 +103,23 @@ export function decodeAuditPageToken(token: string): number {
   return id;
 }
 
-function atMs(at: string | number): number {
+/** The latest (and earliest) epoch ms a Date can hold. */
+const MAX_DATE_MS = 8.64e15;
+
+/** An entry's time as whole epoch ms (a fraction is dropped, as the ISO form drops it); TypeError when not a date. */
+function atMs(at: string | number): bigint {
   const ms = typeof at === "number" ? at : Date.parse(at);
-  if (!Number.isFinite(ms)) throw new TypeError(`audit entry time is not a date: ${JSON.stringify(at)}`);
-  return ms;
+  if (!(Math.abs(ms) <= MAX_DATE_MS)) throw new TypeError(`audit entry time is not a date: ${JSON.stringify(at)}`);
+  return BigInt(Math.floor(ms));
+}
+
+/** A since/until bound as whole ms: `at_ms >= x` and `at_ms < x` read alike with x rounded up (at_ms is whole). */
+function boundMs(ms: number): bigint {
+  if (Number.isNaN(ms)) throw new TypeError("audit time filter is not a number");
+  return BigInt(Math.ceil(Math.min(Math.max(ms, -MAX_DATE_MS), MAX_DATE_MS)));
 }
 
 const isoOf = (ms: number): string => new Date(ms).toISOString();
-
-/** A copy with the optional members present only when set (the stored shape). */
-function normalise(entry: NewAuditEntry, id: number, ms: number): AuditEntry {
-  // Member by member in the wire order (no spreads: this runs once per audited call).
-  const out = {
-    id,
-    at: isoOf(ms),
-    principal: entry.principal ?? null,
-    credential_id: entry.credential_id ?? null,
-    transport: entry.transport,
-    line: entry.line,
-    method: entry.method,
-  } as AuditEntry;
-  if (entry.peer != null) out.peer = entry.peer;
-  if (entry.task_id != null) out.task_id = entry.task_id;
-  if (entry.context_id != null) out.context_id = entry.context_id;
-  if (entry.session_id != null) out.session_id = entry.session_id;
-  out.outcome = entry.outcome;
-  if (entry.error_reason != null) out.error_reason = entry.error_reason;
-  out.status = entry.status;
-  out.duration_ms = entry.duration_ms;
-  if (entry.client_ip != null) out.client_ip = entry.client_ip;
-  if (entry.trace_id != null) out.trace_id = entry.trace_id;
-  return out;
-}
 
 function clampLimit(limit: number): number {
   return Number.isFinite(limit) ? Math.max(1, Math.floor(limit)) : 1;
@@ -136,212 +127,169 @@ function clampLimit(limit: number): number {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-interface MemoryRow {
-  entry: AuditEntry;
-  atMs: number;
-}
+type Row = Selectable<AuditLogTable>;
 
-export class MemoryAuditStore implements AuditStore {
-  /** Ascending by id. */
-  private rows: MemoryRow[] = [];
-  private lastId = 0;
+const toRow = (e: NewAuditEntry): Insertable<AuditLogTable> => ({
+  at_ms: atMs(e.at),
+  principal: e.principal ?? null,
+  credential_id: e.credential_id ?? null,
+  transport: e.transport,
+  line: e.line,
+  method: e.method,
+  task_id: e.task_id ?? null,
+  context_id: e.context_id ?? null,
+  session_id: e.session_id ?? null,
+  outcome: e.outcome,
+  error_reason: e.error_reason ?? null,
+  status: e.status,
+  duration_ms: e.duration_ms,
+  client_ip: e.client_ip ?? null,
+  trace_id: e.trace_id ?? null,
+  peer: e.peer ?? null,
+});
 
-  constructor(private readonly maxEntries: number = DEFAULT_MEMORY_AUDIT_ENTRIES) {}
-
-  append(entries: readonly NewAuditEntry[]): void {
-    const prepared = entries.map((e) => ({ e, ms: atMs(e.at) })); // validate all before adding any
-    for (const { e, ms } of prepared) this.rows.push({ entry: normalise(e, ++this.lastId, ms), atMs: ms });
-    const excess = this.rows.length - Math.max(0, this.maxEntries);
-    if (excess > 0) this.rows.splice(0, excess);
-  }
-
-  list(filter: AuditFilter, limit: number, cursor?: string): AuditListResult {
-    const before = cursor === undefined ? Infinity : decodeAuditPageToken(cursor);
-    const max = clampLimit(limit);
-    const entries: AuditEntry[] = [];
-    let more = false;
-    for (let i = this.rows.length - 1; i >= 0; i--) {
-      const row = this.rows[i]!;
-      if (row.entry.id >= before || !matches(row, filter)) continue;
-      if (entries.length === max) {
-        more = true;
-        break;
-      }
-      entries.push(structuredClone(row.entry));
-    }
-    const last = entries[entries.length - 1];
-    return more && last !== undefined ? { entries, next: encodeAuditPageToken(last.id) } : { entries };
-  }
-
-  trim(maxEntries: number): number {
-    const excess = this.rows.length - Math.max(0, maxEntries);
-    if (excess <= 0) return 0;
-    this.rows.splice(0, excess);
-    return excess;
-  }
-
-  prune(beforeMs: number): number {
-    const kept = this.rows.filter((r) => r.atMs >= beforeMs);
-    const removed = this.rows.length - kept.length;
-    this.rows = kept;
-    return removed;
-  }
-}
-
-function matches(row: MemoryRow, f: AuditFilter): boolean {
-  const e = row.entry;
-  return (
-    (f.principal === undefined || e.principal === f.principal) &&
-    (f.credential_id === undefined || e.credential_id === f.credential_id) &&
-    (f.method === undefined || e.method === f.method) &&
-    (f.task_id === undefined || e.task_id === f.task_id) &&
-    (f.session_id === undefined || e.session_id === f.session_id) &&
-    (f.trace_id === undefined || e.trace_id === f.trace_id) &&
-    (f.outcome === undefined || e.outcome === f.outcome) &&
-    (f.since === undefined || row.atMs >= f.since) &&
-    (f.until === undefined || row.atMs < f.until)
-  );
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-
-interface Row {
-  id: number;
-  at_ms: number;
-  principal: string | null;
-  credential_id: string | null;
-  transport: AuditTransport;
-  line: AuditLine;
-  method: string;
-  task_id: string | null;
-  context_id: string | null;
-  session_id: string | null;
-  outcome: AuditOutcome;
-  error_reason: string | null;
-  status: number;
-  duration_ms: number;
-  client_ip: string | null;
-  trace_id: string | null;
-  peer: string | null;
-}
-
-const COLUMNS =
-  "id, at_ms, principal, credential_id, transport, line, method, task_id, context_id, session_id, outcome, error_reason, status, duration_ms, client_ip, trace_id, peer";
-
-const ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-const insertOf = (rows: number): string => `INSERT INTO a2a_audit_log (${COLUMNS.slice("id, ".length)}) VALUES ${Array(rows).fill(ROW).join(", ")}`;
-const INSERT = insertOf(1);
-/** Rows per multi-row INSERT (16 parameters each, well under SQLite's 32,766). */
-const INSERT_CHUNK = 64;
-const INSERT_MANY = insertOf(INSERT_CHUNK);
-
-/**
- * The filter columns in a fixed order: list() builds its SQL from the filters present, so there are at most 2^10
- * distinct statement texts, each prepared once and cached (and pinned) by StoreDatabase.
- */
-const CONDITIONS: readonly [keyof AuditFilter, string][] = [
-  ["principal", "principal = ?"],
-  ["credential_id", "credential_id = ?"],
-  ["method", "method = ?"],
-  ["task_id", "task_id = ?"],
-  ["session_id", "session_id = ?"],
-  ["trace_id", "trace_id = ?"],
-  ["outcome", "outcome = ?"],
-  ["since", "at_ms >= ?"],
-  ["until", "at_ms < ?"],
-];
-
+/** The wire shape: the optional members present only when set, in the wire order (no spreads: pages are large). */
 function fromRow(row: Row): AuditEntry {
-  return {
-    id: row.id,
-    at: isoOf(row.at_ms),
+  const out = {
+    id: int(row.id),
+    at: isoOf(int(row.at_ms)),
     principal: row.principal,
     credential_id: row.credential_id,
-    transport: row.transport,
-    line: row.line,
+    transport: row.transport as AuditTransport,
+    line: row.line as AuditLine,
     method: row.method,
-    ...(row.peer === null ? {} : { peer: row.peer }),
-    ...(row.task_id === null ? {} : { task_id: row.task_id }),
-    ...(row.context_id === null ? {} : { context_id: row.context_id }),
-    ...(row.session_id === null ? {} : { session_id: row.session_id }),
-    outcome: row.outcome,
-    ...(row.error_reason === null ? {} : { error_reason: row.error_reason }),
-    status: row.status,
-    duration_ms: row.duration_ms,
-    ...(row.client_ip === null ? {} : { client_ip: row.client_ip }),
-    ...(row.trace_id === null ? {} : { trace_id: row.trace_id }),
-  };
+  } as AuditEntry;
+  if (row.peer !== null) out.peer = row.peer;
+  if (row.task_id !== null) out.task_id = row.task_id;
+  if (row.context_id !== null) out.context_id = row.context_id;
+  if (row.session_id !== null) out.session_id = row.session_id;
+  out.outcome = row.outcome as AuditOutcome;
+  if (row.error_reason !== null) out.error_reason = row.error_reason;
+  out.status = int(row.status);
+  out.duration_ms = Number(row.duration_ms);
+  if (row.client_ip !== null) out.client_ip = row.client_ip;
+  if (row.trace_id !== null) out.trace_id = row.trace_id;
+  return out;
 }
 
-export class SqliteAuditStore implements AuditStore {
-  constructor(private readonly store: StoreDatabase) {}
+/**
+ * The most rows one INSERT carries (16 parameters each: 8,192, under SQLite's 32,766 and PostgreSQL's 65,535). A
+ * batch is written as INSERTs of power-of-two row counts (150 rows: 128 + 16 + 4 + 2), so there are at most ten
+ * distinct statement texts: SQLite keeps one prepared statement per text for the life of the process (./pin.ts).
+ */
+const MAX_INSERT_ROWS = 512;
 
-  append(entries: readonly NewAuditEntry[]): void {
-    if (entries.length === 0) return;
-    const values = (e: NewAuditEntry): unknown[] => [
-      atMs(e.at),
-      e.principal ?? null,
-      e.credential_id ?? null,
-      e.transport,
-      e.line,
-      e.method,
-      e.task_id ?? null,
-      e.context_id ?? null,
-      e.session_id ?? null,
-      e.outcome,
-      e.error_reason ?? null,
-      e.status,
-      e.duration_ms,
-      e.client_ip ?? null,
-      e.trace_id ?? null,
-      e.peer ?? null,
-    ];
-    const rows = entries.map(values); // every entry checked (atMs throws) before anything is written
-    this.store.transaction("audit.append", () => {
-      let i = 0;
-      if (rows.length >= INSERT_CHUNK) {
-        const many = this.store.statement(INSERT_MANY);
-        for (; i + INSERT_CHUNK <= rows.length; i += INSERT_CHUNK) many.run(rows.slice(i, i + INSERT_CHUNK).flat());
+function chunks<T>(rows: readonly T[]): T[][] {
+  const out: T[][] = [];
+  let i = 0;
+  for (let size = MAX_INSERT_ROWS; size >= 1; size /= 2) {
+    while (rows.length - i >= size) {
+      out.push(rows.slice(i, i + size));
+      i += size;
+    }
+  }
+  return out;
+}
+
+/**
+ * The equality filters in a fixed order, then the time bounds and the cursor: list() builds its SQL from the filters
+ * present, so there are at most 2^10 distinct statement texts (each prepared once on SQLite).
+ */
+const EQUALS = ["principal", "credential_id", "method", "task_id", "session_id", "trace_id", "outcome"] as const;
+
+/**
+ * The audit store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. Ids come from the
+ * database (SQLite AUTOINCREMENT, a PostgreSQL identity column): unique across every gateway on the database and
+ * never reused, so a page token names the same place whatever is appended or pruned after it. Entries another
+ * gateway is appending while a listing pages are in it only if committed before the page that would hold them is
+ * read — as for any entry appended meanwhile — and no entry is ever listed twice in one paging.
+ */
+export class SqlAuditStore implements AuditStore {
+  constructor(private readonly db: Kysely<SqlSchema>) {}
+
+  append(entries: readonly NewAuditEntry[]): Promise<void> {
+    if (entries.length === 0) return Promise.resolve();
+    let rows: Insertable<AuditLogTable>[];
+    try {
+      rows = entries.map(toRow); // every entry checked (atMs throws) before anything is written
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return storeCall("audit.append", async () => {
+      const parts = chunks(rows);
+      if (parts.length === 1) {
+        await this.db.insertInto("a2a_audit_log").values(parts[0]!).execute();
+        return;
       }
-      const one = this.store.statement(INSERT);
-      for (; i < rows.length; i++) one.run(rows[i]);
+      await this.db.transaction().execute(async (trx) => {
+        for (const part of parts) await trx.insertInto("a2a_audit_log").values(part).execute();
+      });
     });
   }
 
-  list(filter: AuditFilter, limit: number, cursor?: string): AuditListResult {
-    const before = cursor === undefined ? undefined : decodeAuditPageToken(cursor);
+  list(filter: AuditFilter, limit: number, cursor?: string): Promise<AuditListResult> {
+    let before: number | undefined;
+    try {
+      before = cursor === undefined ? undefined : decodeAuditPageToken(cursor); // INVALID_PARAMS, not a store failure
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
     const max = clampLimit(limit);
-    const where: string[] = [];
-    const args: unknown[] = [];
-    for (const [key, condition] of CONDITIONS) {
-      const value = filter[key];
-      if (value === undefined) continue;
-      where.push(condition);
-      args.push(value);
+    let since: bigint | undefined, until: bigint | undefined;
+    try {
+      since = filter.since === undefined ? undefined : boundMs(filter.since);
+      until = filter.until === undefined ? undefined : boundMs(filter.until);
+    } catch (err) {
+      return Promise.reject(err as Error);
     }
-    if (before !== undefined) {
-      where.push("id < ?");
-      args.push(before);
-    }
-    const sql =
-      `SELECT ${COLUMNS} FROM a2a_audit_log` + (where.length ? ` WHERE ${where.join(" AND ")}` : "") + " ORDER BY id DESC LIMIT ?";
-    return this.store.guard("audit.list", () => {
-      const rows = this.store.statement(sql).all(...args, max + 1) as Row[];
+    return storeCall("audit.list", async () => {
+      let query = this.db
+        .selectFrom("a2a_audit_log")
+        .select([
+          "id", "at_ms", "principal", "credential_id", "transport", "line", "method", "task_id", "context_id", "session_id",
+          "outcome", "error_reason", "status", "duration_ms", "client_ip", "trace_id", "peer",
+        ]);
+      for (const key of EQUALS) {
+        const value = filter[key];
+        if (value !== undefined) query = query.where(key, "=", value);
+      }
+      if (since !== undefined) query = query.where("at_ms", ">=", since);
+      if (until !== undefined) query = query.where("at_ms", "<", until);
+      if (before !== undefined) query = query.where("id", "<", BigInt(before));
+      const rows = await query.orderBy("id", "desc").limit(max + 1).execute();
       const entries = rows.slice(0, max).map(fromRow);
       const last = entries[entries.length - 1];
       return rows.length > max && last !== undefined ? { entries, next: encodeAuditPageToken(last.id) } : { entries };
     });
   }
 
-  prune(beforeMs: number): number {
-    return this.store.guard("audit.prune", () => this.store.statement("DELETE FROM a2a_audit_log WHERE at_ms < ?").run(beforeMs).changes);
+  prune(beforeMs: number): Promise<number> {
+    let before: bigint;
+    try {
+      before = boundMs(beforeMs);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return storeCall("audit.prune", async () => {
+      const result = await this.db.deleteFrom("a2a_audit_log").where("at_ms", "<", before).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
   }
 
-  trim(maxEntries: number): number {
+  trim(maxEntries: number): Promise<number> {
     // The id of the newest entry beyond the bound (by the primary key: no scan of the table), then one range delete.
-    return this.store.guard("audit.trim", () => {
-      const edge = this.store.statement("SELECT id FROM a2a_audit_log ORDER BY id DESC LIMIT 1 OFFSET ?").pluck().get(Math.max(0, maxEntries)) as number | undefined;
-      return edge === undefined ? 0 : this.store.statement("DELETE FROM a2a_audit_log WHERE id <= ?").run(edge).changes;
+    return storeCall("audit.trim", async () => {
+      const edge = await this.db
+        .selectFrom("a2a_audit_log")
+        .select("id")
+        .orderBy("id", "desc")
+        .limit(1)
+        .offset(Math.max(0, Math.floor(maxEntries)))
+        .executeTakeFirst();
+      if (edge === undefined) return 0;
+      const result = await this.db.deleteFrom("a2a_audit_log").where("id", "<=", edge.id).executeTakeFirst();
+      return Number(result.numDeletedRows);
     });
   }
 }
+

@@ -2,7 +2,7 @@
 // registry store, audit log, subtask calls, governance trail and session messages of one backend — "sqlite"
 // (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite file or :memory:) or "memory" (the same
 // stores on a private in-memory SQLite database) — plus close(), which checkpoints and closes the SQLite file.
-import { SqliteAuditStore, type AuditStore } from "./audit.js";
+import { SqlAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
 import { SqliteGovernanceStore, type GovernanceStore } from "./governance.js";
 import { SqlMessageStore, type MessageStore } from "./messages.js";
@@ -101,7 +101,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
           sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now), pushOutbox: new SqlPushOutboxStore(trx, now) })),
         ),
       interrupts: new SqliteInterruptStore(db, now),
-      audit: new SqliteAuditStore(db),
+      audit: new SqlAuditStore(sql),
       subtaskCalls: new SqlSubtaskCallStore(sql),
       governance: new SqliteGovernanceStore(db),
       messages: new SqlMessageStore(sql),

@@ -1,11 +1,12 @@
-// The audit recorder: batching (timer and maxBuffer), one transaction per flush, nothing lost at close, write and
-// prune failures logged and never thrown, retention at start and on its timer, field capping; then auditSubject
-// over the common A2A 0.3/1.0 and extension shapes.
+// The audit recorder: batching (timer and maxBuffer), one transaction per flush, batches written in order one at a
+// time, nothing lost at close, write and prune failures logged and never thrown, retention at start and on its timer,
+// field capping; then auditSubject over the common A2A 0.3/1.0 and extension shapes.
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuditRecorder, auditSubject, type AuditRecordInput } from "../../src/observability/audit.js";
-import { MemoryAuditStore, type AuditFilter, type AuditListResult, type AuditStore, type NewAuditEntry } from "../../src/storage/audit.js";
+import type { AuditFilter, AuditListResult, AuditStore, NewAuditEntry } from "../../src/storage/audit.js";
+import { openStorage, type Storage } from "../../src/storage/index.js";
 
 const T0 = Date.UTC(2025, 0, 1);
 const DAY = 86_400_000;
@@ -22,30 +23,60 @@ function capture(): { log: pino.Logger; lines: () => Record<string, unknown>[] }
   return { log, lines: () => out.flatMap((s) => s.split("\n")).filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 
-/** A memory store that counts append() calls (= transactions) and can be made to fail. */
+/** The memory backend's store, counting append() calls (= transactions); it can be made to fail or to be slow. */
 class SpyStore implements AuditStore {
-  readonly inner = new MemoryAuditStore();
   batches: number[] = [];
   failAppend = false;
   failPrune = false;
   prunedBefore: number[] = [];
-  append(entries: readonly NewAuditEntry[]): void {
-    if (this.failAppend) throw new Error("disk full");
-    this.batches.push(entries.length);
-    this.inner.append(entries);
+  /** Store calls running now, and the most that ran at once. */
+  running = 0;
+  maxRunning = 0;
+  /** Each append waits this many ms (real timers) before writing. */
+  appendDelayMs = 0;
+  constructor(private readonly storage: Storage) {}
+  get inner(): AuditStore {
+    return this.storage.audit;
   }
-  list(filter: AuditFilter, limit: number, cursor?: string): AuditListResult {
+  async append(entries: readonly NewAuditEntry[]): Promise<void> {
+    await this.#track(async () => {
+      if (this.appendDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.appendDelayMs));
+      if (this.failAppend) throw new Error("disk full");
+      this.batches.push(entries.length);
+      await this.inner.append(entries);
+    });
+  }
+  list(filter: AuditFilter, limit: number, cursor?: string): Promise<AuditListResult> {
     return this.inner.list(filter, limit, cursor);
   }
-  prune(beforeMs: number): number {
-    if (this.failPrune) throw new Error("locked");
-    this.prunedBefore.push(beforeMs);
-    return this.inner.prune(beforeMs);
+  async prune(beforeMs: number): Promise<number> {
+    return this.#track(async () => {
+      if (this.failPrune) throw new Error("locked");
+      this.prunedBefore.push(beforeMs);
+      return this.inner.prune(beforeMs);
+    });
   }
-  trim(maxEntries: number): number {
-    return this.inner.trim(maxEntries);
+  trim(maxEntries: number): Promise<number> {
+    return this.#track(() => this.inner.trim(maxEntries));
+  }
+  async #track<T>(fn: () => Promise<T>): Promise<T> {
+    this.running++;
+    this.maxRunning = Math.max(this.maxRunning, this.running);
+    try {
+      return await fn();
+    } finally {
+      this.running--;
+    }
   }
 }
+
+const opened: Storage[] = [];
+async function spyStore(): Promise<SpyStore> {
+  const storage = await openStorage({ backend: "memory" });
+  opened.push(storage);
+  return new SpyStore(storage);
+}
+const tasksOf = async (store: AuditStore, limit = 10): Promise<(string | undefined)[]> => (await store.list({}, limit)).entries.map((e) => e.task_id);
 
 const input = (extra: Partial<AuditRecordInput> = {}): AuditRecordInput => ({
   principal: "alice",
@@ -59,14 +90,15 @@ const input = (extra: Partial<AuditRecordInput> = {}): AuditRecordInput => ({
   ...extra,
 });
 
-afterEach(() => {
+afterEach(async () => {
   vi.useRealTimers();
+  for (const storage of opened.splice(0)) await storage.close();
 });
 
 describe("AuditRecorder", () => {
-  it("buffers entries and writes them in one transaction per flush interval", () => {
+  it("buffers entries and writes them in one transaction per flush interval", async () => {
+    const store = await spyStore();
     vi.useFakeTimers();
-    const store = new SpyStore();
     const { log } = capture();
     const recorder = new AuditRecorder({ store, log, retentionDays: 0, flushIntervalMs: 100, now: () => T0 });
     recorder.record(input({ task_id: "t1" }));
@@ -74,60 +106,72 @@ describe("AuditRecorder", () => {
     recorder.record(input({ task_id: "t3" }));
     expect(recorder.pending).toBe(3);
     expect(store.batches).toEqual([]);
-    vi.advanceTimersByTime(99);
+    await vi.advanceTimersByTimeAsync(99);
     expect(store.batches).toEqual([]);
-    vi.advanceTimersByTime(1);
+    await vi.advanceTimersByTimeAsync(1);
     expect(store.batches).toEqual([3]);
     expect(recorder.pending).toBe(0);
-    expect(store.list({}, 10).entries.map((e) => e.task_id)).toEqual(["t3", "t2", "t1"]);
-    expect(store.list({}, 1).entries[0]!.at).toBe("2025-01-01T00:00:00.000Z");
+    expect(await tasksOf(store)).toEqual(["t3", "t2", "t1"]);
+    expect((await store.list({}, 1)).entries[0]!.at).toBe("2025-01-01T00:00:00.000Z");
     // the next entry starts a new interval
     recorder.record(input());
-    vi.advanceTimersByTime(100);
+    await vi.advanceTimersByTimeAsync(100);
     expect(store.batches).toEqual([3, 1]);
-    recorder.close();
+    await recorder.close();
   });
 
-  it("writes at once when maxBuffer entries are waiting", () => {
+  it("hands the batch over at once when maxBuffer entries are waiting; flush() resolves once it is written", async () => {
+    const store = await spyStore();
     vi.useFakeTimers();
-    const store = new SpyStore();
     const recorder = new AuditRecorder({ store, log: capture().log, retentionDays: 0, maxBuffer: 3 });
     for (let i = 0; i < 7; i++) recorder.record(input());
-    expect(store.batches).toEqual([3, 3]);
     expect(recorder.pending).toBe(1);
-    recorder.flush();
+    await recorder.flush();
     expect(store.batches).toEqual([3, 3, 1]);
-    recorder.flush(); // nothing waiting: no empty transaction
+    await recorder.flush(); // nothing waiting: no empty transaction
     expect(store.batches).toEqual([3, 3, 1]);
-    recorder.close();
+    await recorder.close();
   });
 
-  it("the flush timer does not keep the process alive", () => {
-    const store = new SpyStore();
+  it("writes one batch at a time, in the order the entries were recorded, and never waits in record()", async () => {
+    const store = await spyStore();
+    store.appendDelayMs = 5;
+    const recorder = new AuditRecorder({ store, log: capture().log, retentionDays: 0, maxBuffer: 2, maxEntries: 1_000 });
+    for (let i = 0; i < 9; i++) recorder.record(input({ task_id: `t${i}` }));
+    expect(store.batches).toEqual([]); // record() only queued them
+    await recorder.close();
+    expect(store.batches).toEqual([2, 2, 2, 2, 1]);
+    expect(store.maxRunning).toBe(1);
+    expect(await tasksOf(store, 20)).toEqual(["t8", "t7", "t6", "t5", "t4", "t3", "t2", "t1", "t0"]);
+  });
+
+  it("the flush timer does not keep the process alive", async () => {
+    const store = await spyStore();
     const spy = vi.spyOn(globalThis, "setTimeout");
     const recorder = new AuditRecorder({ store, log: capture().log, retentionDays: 0 });
     recorder.record(input());
     const timer = spy.mock.results.at(-1)?.value as NodeJS.Timeout;
     expect(timer.hasRef()).toBe(false);
     spy.mockRestore();
-    recorder.close();
+    await recorder.close();
   });
 
-  it("close() writes what is waiting synchronously; later entries are written at once", () => {
-    const store = new SpyStore();
+  it("close() writes what is waiting and resolves once it is written; later entries are written at once", async () => {
+    const store = await spyStore();
     const recorder = new AuditRecorder({ store, log: capture().log, retentionDays: 0, flushIntervalMs: 60_000 });
     recorder.record(input({ task_id: "a" }));
     recorder.record(input({ task_id: "b" }));
-    recorder.close();
+    await recorder.close();
     expect(store.batches).toEqual([2]);
     recorder.record(input({ task_id: "late" }));
+    expect(recorder.pending).toBe(0); // handed to the store without waiting for a timer
+    await recorder.close(); // idempotent; waits for the late write
     expect(store.batches).toEqual([2, 1]);
-    recorder.close(); // idempotent
-    expect(store.list({}, 10).entries.map((e) => e.task_id)).toEqual(["late", "b", "a"]);
+    expect(await tasksOf(store)).toEqual(["late", "b", "a"]);
   });
 
-  it("a failing write is logged with the number of dropped entries, never thrown", () => {
-    const store = new SpyStore();
+  it("a failing write is logged with the number of dropped entries, never thrown", async () => {
+    const store = await spyStore();
     const { log, lines } = capture();
     const recorder = new AuditRecorder({ store, log, retentionDays: 0, maxBuffer: 2 });
     store.failAppend = true;
@@ -136,35 +180,36 @@ describe("AuditRecorder", () => {
       recorder.record(input()); // reaches maxBuffer: flushes inside record()
     }).not.toThrow();
     recorder.record(input());
-    expect(() => recorder.close()).not.toThrow();
+    await expect(recorder.close()).resolves.toBeUndefined();
     const errors = lines().filter((l) => l.msg === "audit log write failed; entries dropped");
     expect(errors.map((l) => l.dropped)).toEqual([2, 1]);
     expect(errors[0]).toMatchObject({ level: 50, err: { message: "disk full" } });
     // the recorder keeps working once the store recovers
     store.failAppend = false;
     recorder.record(input({ task_id: "ok" }));
-    expect(store.list({}, 10).entries.map((e) => e.task_id)).toEqual(["ok"]);
+    await recorder.flush();
+    expect(await tasksOf(store)).toEqual(["ok"]);
   });
 
-  it("a malformed entry is dropped alone and logged", () => {
-    const store = new SpyStore();
+  it("a malformed entry is dropped alone and logged", async () => {
+    const store = await spyStore();
     const { log, lines } = capture();
     const recorder = new AuditRecorder({ store, log, retentionDays: 0 });
     recorder.record(input({ task_id: "good" }));
     expect(() => recorder.record(input({ at: "not a date" }))).not.toThrow();
     expect(() => recorder.record({ ...input(), outcome: "maybe" as never })).not.toThrow();
-    recorder.close();
-    expect(store.list({}, 10).entries.map((e) => e.task_id)).toEqual(["good"]);
+    await recorder.close();
+    expect(await tasksOf(store)).toEqual(["good"]);
     expect(lines().filter((l) => l.msg === "audit entry dropped: invalid")).toHaveLength(2);
   });
 
-  it("normalises the time and caps free-text fields at 256 characters", () => {
-    const store = new SpyStore();
+  it("normalises the time and caps free-text fields at 256 characters", async () => {
+    const store = await spyStore();
     const recorder = new AuditRecorder({ store, log: capture().log, retentionDays: 0 });
     recorder.record(input({ at: T0 + 1, method: "m".repeat(1000), error_reason: "E".repeat(300), principal: null, credential_id: null }));
     recorder.record(input({ at: "2025-01-01T01:00:00+01:00", task_id: undefined, client_ip: "::1" }));
-    recorder.close();
-    const [second, first] = store.list({}, 10).entries;
+    await recorder.close();
+    const [second, first] = (await store.list({}, 10)).entries;
     expect(first).toMatchObject({ at: "2025-01-01T00:00:00.001Z", principal: null, credential_id: null });
     expect(first!.method).toHaveLength(256);
     expect(first!.error_reason).toHaveLength(256);
@@ -172,41 +217,44 @@ describe("AuditRecorder", () => {
     expect(second).not.toHaveProperty("task_id");
   });
 
-  it("prunes past the retention window at start and then on its (unref'd) timer; prune failures are logged", () => {
-    vi.useFakeTimers();
+  it("prunes past the retention window at start and then on its (unref'd) timer; prune failures are logged", async () => {
     let clock = T0;
-    const store = new SpyStore();
-    store.inner.append([
+    const store = await spyStore();
+    await store.inner.append([
       { ...input(), at: new Date(T0 - 8 * DAY).toISOString(), task_id: "stale" },
       { ...input(), at: new Date(T0 - 6 * DAY).toISOString(), task_id: "recent" },
     ] as NewAuditEntry[]);
+    vi.useFakeTimers();
     const { log, lines } = capture();
     const recorder = new AuditRecorder({ store, log, retentionDays: 7, pruneIntervalMs: 3_600_000, now: () => clock });
+    await recorder.flush(); // resolves once the prune at start is done
     expect(store.prunedBefore).toEqual([T0 - 7 * DAY]);
-    expect(store.list({}, 10).entries.map((e) => e.task_id)).toEqual(["recent"]);
+    expect(await tasksOf(store)).toEqual(["recent"]);
     expect(lines().find((l) => l.msg === "audit log pruned")).toMatchObject({ removed: 1, retention_days: 7 });
 
     clock = T0 + 2 * DAY;
-    vi.advanceTimersByTime(3_600_000);
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    await recorder.flush();
     expect(store.prunedBefore).toEqual([T0 - 7 * DAY, T0 - 5 * DAY]);
-    expect(store.list({}, 10).entries).toEqual([]);
+    expect((await store.list({}, 10)).entries).toEqual([]);
 
     store.failPrune = true;
-    expect(() => vi.advanceTimersByTime(3_600_000)).not.toThrow();
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    await recorder.flush();
     expect(lines().some((l) => l.msg === "audit log prune failed")).toBe(true);
-    recorder.close();
+    await recorder.close();
     // after close the timer is gone
     store.failPrune = false;
-    vi.advanceTimersByTime(10 * 3_600_000);
+    await vi.advanceTimersByTimeAsync(10 * 3_600_000);
     expect(store.prunedBefore).toHaveLength(2);
   });
 
-  it("retentionDays 0 keeps everything (no prune)", () => {
-    const store = new SpyStore();
+  it("retentionDays 0 keeps everything (no prune)", async () => {
+    const store = await spyStore();
     const recorder = new AuditRecorder({ store, log: capture().log, retentionDays: 0 });
-    expect(recorder.prune()).toBe(0);
+    expect(await recorder.prune()).toBe(0);
     expect(store.prunedBefore).toEqual([]);
-    recorder.close();
+    await recorder.close();
   });
 });
 
@@ -278,15 +326,15 @@ describe("auditSubject", () => {
 });
 
 describe("size bound (A2A_AUDIT_MAX_ENTRIES)", () => {
-  it("keeps the newest maxEntries entries, trimmed every few entries, whatever their age", () => {
-    const store = new SpyStore();
+  it("keeps the newest maxEntries entries, trimmed every few entries, whatever their age", async () => {
+    const store = await spyStore();
     const recorder = new AuditRecorder({ store, log: pino({ level: "silent" }), retentionDays: 0, maxEntries: 100, flushIntervalMs: 0 });
     for (let i = 0; i < 1_000; i++) {
       recorder.record(input({ method: `m${i}` }));
-      recorder.flush();
+      await recorder.flush();
     }
-    recorder.close();
-    const kept = store.inner.list({}, 500).entries;
+    await recorder.close();
+    const kept = (await store.inner.list({}, 500)).entries;
     expect(kept.length).toBeLessThanOrEqual(101);
     expect(kept.length).toBeGreaterThanOrEqual(100);
     expect(kept[0]!.method).toBe("m999");

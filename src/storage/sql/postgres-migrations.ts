@@ -104,4 +104,35 @@ CREATE TABLE IF NOT EXISTS a2a_push_outbox (
 CREATE INDEX IF NOT EXISTS a2a_push_outbox_queue ON a2a_push_outbox (task_id, config_id, id);
 `,
   },
+  {
+    version: 7,
+    description: "audit log (GET /admin/audit)",
+    // As SQLite's a2a_audit_log (migrations 3, 6 and 10). The id is an identity column: a sequence shared by every
+    // gateway on the database, never reused (a rolled-back or pruned id leaves a gap), so page tokens stay meaningful.
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_audit_log (
+  id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  at_ms         BIGINT NOT NULL,
+  principal     TEXT,
+  credential_id TEXT,
+  transport     TEXT NOT NULL CHECK (transport IN ('jsonrpc', 'rest')),
+  line          TEXT NOT NULL,
+  method        TEXT NOT NULL,
+  task_id       TEXT,
+  context_id    TEXT,
+  session_id    TEXT,
+  outcome       TEXT NOT NULL CHECK (outcome IN ('ok', 'error')),
+  error_reason  TEXT,
+  status        INTEGER NOT NULL,
+  duration_ms   DOUBLE PRECISION NOT NULL,
+  client_ip     TEXT,
+  trace_id      TEXT,
+  peer          TEXT
+);
+CREATE INDEX IF NOT EXISTS a2a_audit_log_principal ON a2a_audit_log (principal, id);
+CREATE INDEX IF NOT EXISTS a2a_audit_log_task ON a2a_audit_log (task_id);
+CREATE INDEX IF NOT EXISTS a2a_audit_log_at ON a2a_audit_log (at_ms);
+CREATE INDEX IF NOT EXISTS a2a_audit_log_trace ON a2a_audit_log (trace_id);
+`,
+  },
 ];

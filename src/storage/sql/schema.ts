@@ -89,6 +89,33 @@ export interface PushOutboxTable {
   coalesce_key: string | null;
 }
 
+/** The audit log (src/storage/audit.ts). */
+export interface AuditLogTable {
+  /** Assigned by the database (SQLite AUTOINCREMENT, PostgreSQL identity): never written. */
+  id: ColumnType<bigint | string, never, never>;
+  /** Epoch ms. */
+  at_ms: Int64;
+  principal: string | null;
+  credential_id: string | null;
+  /** "jsonrpc" | "rest" (a CHECK constraint on both backends). */
+  transport: string;
+  line: string;
+  method: string;
+  task_id: string | null;
+  context_id: string | null;
+  session_id: string | null;
+  /** "ok" | "error" (a CHECK constraint on both backends). */
+  outcome: string;
+  error_reason: string | null;
+  /** HTTP status (SQLite INTEGER: bigint; PostgreSQL INTEGER: number). */
+  status: ColumnType<bigint | number, number, number>;
+  /** SQLite REAL, PostgreSQL DOUBLE PRECISION. */
+  duration_ms: number;
+  client_ip: string | null;
+  trace_id: string | null;
+  peer: string | null;
+}
+
 export interface SqlSchema {
   a2a_tasks: TasksTable;
   a2a_store_meta: StoreMetaTable;
@@ -96,4 +123,5 @@ export interface SqlSchema {
   a2a_subtask_calls: SubtaskCallsTable;
   a2a_push_configs: PushConfigsTable;
   a2a_push_outbox: PushOutboxTable;
+  a2a_audit_log: AuditLogTable;
 }
