@@ -12,7 +12,7 @@ import type { SqlSchema } from "./sql/schema.js";
 import { SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
-import { SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
+import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqliteTaskStore, type TaskStore } from "./tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError, type StoreLocation } from "../config/store-url.js";
@@ -87,7 +87,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       sql,
       tasks: new SqliteTaskStore(db, options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
-      sessions: new SqliteSessionStore(db, now),
+      sessions: new SqlSessionStore(sql, now),
       pushConfigs: new SqlitePushConfigStore(db, now),
       pushOutbox: new SqlitePushOutboxStore(db, now),
       atomically: (fn) => db.transaction("atomically", fn),

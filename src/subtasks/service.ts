@@ -85,7 +85,7 @@ export class SubtaskService {
   async run(principal: Principal, params: SubtasksRunParams, line: ProtocolLine, trace?: TraceContext): Promise<SubtasksCallResult> {
     const inputs = itemsOf(params);
     const callRouting = withTrace(resolveRouting(params.metadata as Metadata | undefined, this.opts.routing), trace);
-    const parent = this.#parent(principal, params, callRouting);
+    const parent = await this.#parent(principal, params, callRouting);
     const callId = randomUUID();
     const names = new NameLookup(this.opts.upstream);
 
@@ -191,7 +191,7 @@ export class SubtaskService {
   }
 
   /** The context and parent session of the call's subtasks. */
-  #parent(principal: Principal, params: SubtasksRunParams, routing: Routing): Parent {
+  async #parent(principal: Principal, params: SubtasksRunParams, routing: Routing): Promise<Parent> {
     if (params.parent_task_id !== undefined) {
       const task = this.opts.runtime.get(principal, params.parent_task_id);
       if (params.context_id !== undefined && params.context_id !== task.contextId) {
@@ -201,7 +201,7 @@ export class SubtaskService {
       return { contextId: task.contextId, taskId: task.id, ...(sessionId === undefined ? {} : { sessionId }) };
     }
     const contextId = params.context_id ?? randomUUID();
-    const sessionId = params.context_id === undefined ? undefined : this.opts.sessions.bound(principal, contextId, routing);
+    const sessionId = params.context_id === undefined ? undefined : await this.opts.sessions.bound(principal, contextId, routing);
     return { contextId, ...(sessionId === undefined ? {} : { sessionId }) };
   }
 

@@ -33,7 +33,35 @@ export interface SubtaskCallsTable {
   items_json: string;
 }
 
+export interface SessionBindingsTable {
+  owner: string;
+  context_id: string;
+  scope_key: string;
+  session_id: string;
+  /** Epoch ms. */
+  updated_at: Int64;
+}
+
+export interface SessionOwnersTable {
+  session_id: string;
+  owner: string;
+  /** Epoch ms. */
+  created_at: Int64;
+}
+
+export interface PendingSessionClaimsTable {
+  session_id: string;
+  owner: string;
+  /** Epoch ms. */
+  updated_at: Int64;
+  /** Epoch ms; the claim is live while expires_at > now. */
+  expires_at: Int64;
+}
+
 export interface SqlSchema {
   a2a_session_messages: SessionMessagesTable;
   a2a_subtask_calls: SubtaskCallsTable;
+  a2a_session_bindings: SessionBindingsTable;
+  a2a_session_owners: SessionOwnersTable;
+  a2a_pending_session_claims: PendingSessionClaimsTable;
 }
