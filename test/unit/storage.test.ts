@@ -20,7 +20,6 @@ import {
   readSchemaVersion,
   redactUrl,
   SCHEMA_NAME,
-  sessionRecordsView,
   sessionScopeKey,
   StorageError,
   type Storage,
@@ -258,97 +257,6 @@ describe.each(backends)("%s backend", (_name, open) => {
     });
   });
 
-  describe("sessions", () => {
-    it("binds (owner, contextId, scopeKey) to a session", () => {
-      const s = storage.sessions;
-      expect(s.getBinding("alice", "c1")).toBeUndefined();
-      s.setBinding("alice", "c1", "", "ses_a");
-      s.setBinding("alice", "c1", "directory:/w", "ses_b");
-      s.setBinding("alice", "c1", "workspace:ws1", "ses_c");
-      s.setBinding("bob", "c1", "", "ses_d");
-      expect(s.getBinding("alice", "c1")).toBe("ses_a");
-      expect(s.getBinding("alice", "c1", "directory:/w")).toBe("ses_b");
-      expect(s.getBinding("alice", "c1", "workspace:ws1")).toBe("ses_c");
-      expect(s.getBinding("bob", "c1", "")).toBe("ses_d");
-      s.setBinding("alice", "c1", "", "ses_a2");
-      expect(s.getBinding("alice", "c1", "")).toBe("ses_a2");
-      expect(s.deleteBinding("alice", "c1", "")).toBe(true);
-      expect(s.deleteBinding("alice", "c1", "")).toBe(false);
-      expect(s.getBinding("alice", "c1", "")).toBeUndefined();
-      s.setBinding("carol", "c9", "", "ses_b");
-      expect(s.deleteBindingsForSession("ses_b")).toBe(2);
-      expect(s.getBinding("alice", "c1", "directory:/w")).toBeUndefined();
-      expect(s.getBinding("alice", "c1", "workspace:ws1")).toBe("ses_c");
-    });
-
-    it("keeps the first owner of a session", () => {
-      expect(storage.sessions.getOwner("ses_1")).toBeUndefined();
-      expect(storage.sessions.setOwner("ses_1", "alice")).toBe("alice");
-      expect(storage.sessions.setOwner("ses_1", "bob")).toBe("alice");
-      expect(storage.sessions.getOwner("ses_1")).toBe("alice");
-    });
-
-    it("claims, renews, expires, finalizes and releases pending claims", () => {
-      const s = storage.sessions;
-      const first = s.claim("ses_1", "alice", 60);
-      expect(first).toEqual({ status: "claimed", expiresAt: time.now() + 60_000 });
-      expect(s.claim("ses_1", "bob", 60)).toEqual({ status: "forbidden", reason: "claimed" });
-      expect(s.getClaim("ses_1")).toEqual({ sessionId: "ses_1", owner: "alice", expiresAt: time.now() + 60_000 });
-      time.advance(30_000);
-      expect(s.claim("ses_1", "alice", 60)).toEqual({ status: "claimed", expiresAt: time.now() + 60_000 }); // renewed
-      time.advance(59_999);
-      expect(s.claim("ses_1", "bob", 60).status).toBe("forbidden");
-      time.advance(1);
-      expect(s.getClaim("ses_1")).toBeUndefined(); // expired: no longer blocks
-      expect(s.claim("ses_1", "bob", 60).status).toBe("claimed");
-      expect(s.finalize("ses_1", "alice")).toBe(false); // bob holds the live claim
-      expect(s.getOwner("ses_1")).toBeUndefined();
-      expect(s.finalize("ses_1", "bob")).toBe(true);
-      expect(s.getOwner("ses_1")).toBe("bob");
-      expect(s.getClaim("ses_1")).toBeUndefined();
-      expect(s.claim("ses_1", "bob", 60)).toEqual({ status: "owned" });
-      expect(s.claim("ses_1", "alice", 60)).toEqual({ status: "forbidden", reason: "owned" });
-      expect(s.finalize("ses_1", "alice")).toBe(false);
-      expect(s.getOwner("ses_1")).toBe("bob");
-
-      expect(s.claim("ses_2", "alice", 10).status).toBe("claimed");
-      expect(s.release("ses_2", "bob")).toBe(false);
-      expect(s.release("ses_2", "alice")).toBe(true);
-      expect(s.release("ses_2", "alice")).toBe(false);
-      expect(s.claim("ses_2", "bob", 10).status).toBe("claimed");
-
-      s.claim("ses_3", "carol", 1);
-      s.claim("ses_4", "carol", 100);
-      time.advance(5_000);
-      expect(s.purgeExpired()).toBe(1); // only ses_3 (1 s); ses_2 (10 s) and ses_4 (100 s) are live
-      expect(s.getClaim("ses_2")?.owner).toBe("bob");
-    });
-
-    it("purges only expired claims", () => {
-      const s = storage.sessions;
-      s.claim("ses_a", "x", 1);
-      s.claim("ses_b", "x", 10);
-      time.advance(1_000);
-      expect(s.purgeExpired()).toBe(1);
-      expect(s.getClaim("ses_b")?.owner).toBe("x");
-      expect(s.purgeExpired()).toBe(0);
-    });
-
-    it("serves the resolver's SessionRecords view", () => {
-      const view = sessionRecordsView(storage.sessions);
-      expect(view.claim("ses_1", "alice", 5_000)).toBe(true);
-      expect(view.claim("ses_1", "bob", 5_000)).toBe(false);
-      view.releaseClaim("ses_1", "alice");
-      expect(view.claim("ses_1", "bob", 5_000)).toBe(true);
-      time.advance(5_000);
-      expect(view.claim("ses_1", "alice", 5_000)).toBe(true);
-      view.setBinding("alice", "c", "", "ses_1");
-      expect(view.getBinding("alice", "c", "")).toBe("ses_1");
-      view.deleteBinding("alice", "c", "");
-      expect(view.getBinding("alice", "c", "")).toBeUndefined();
-    });
-  });
-
   describe("push configs", () => {
     const cfg = (taskId: string, id: string, url = `https://hook.example/${id}`): PushConfig => ({ taskId, id, url, token: "tok" });
 
@@ -525,9 +433,9 @@ describe("sqlite specifics", () => {
     first.tasks.create(makeTask("t1", { at: ts(1) }), "alice", { sessionId: "ses_1" });
     first.tasks.create(makeTask("t2", { at: ts(2) }), "alice");
     first.tasks.save(makeTask("t1", { state: "completed", at: ts(3) }));
-    first.sessions.setBinding("alice", "c1", "", "ses_1");
-    first.sessions.setOwner("ses_1", "alice");
-    first.sessions.claim("ses_2", "bob", 3600);
+    await first.sessions.setBinding("alice", "c1", "", "ses_1");
+    await first.sessions.setOwner("ses_1", "alice");
+    await first.sessions.claim("ses_2", "bob", 3600);
     first.pushConfigs.set({ taskId: "t1", id: "p", url: "https://x.example/" });
     const token = first.tasks.list("alice", { pageSize: 1 }).nextPageToken;
     first.close();
@@ -539,9 +447,9 @@ describe("sqlite specifics", () => {
       expect(second.tasks.get("t1")).toMatchObject({ owner: "alice", sessionId: "ses_1", task: { status: { state: "completed" } } });
       expect(second.tasks.save(makeTask("t1", { state: "failed" })).applied).toBe(false);
       expect(second.tasks.list("alice", { pageSize: 1, pageToken: token }).tasks.map((t) => t.id)).toEqual(["t2"]);
-      expect(second.sessions.getBinding("alice", "c1", "")).toBe("ses_1");
-      expect(second.sessions.getOwner("ses_1")).toBe("alice");
-      expect(second.sessions.getClaim("ses_2")?.owner).toBe("bob");
+      expect(await second.sessions.getBinding("alice", "c1", "")).toBe("ses_1");
+      expect(await second.sessions.getOwner("ses_1")).toBe("alice");
+      expect((await second.sessions.getClaim("ses_2"))?.owner).toBe("bob");
       expect(second.pushConfigs.list("t1")).toEqual([{ taskId: "t1", id: "p", url: "https://x.example/" }]);
       expect(second.tasks.count()).toBe(2);
     } finally {
@@ -647,7 +555,7 @@ describe("sqlite specifics", () => {
     try {
       prepare(locker, "BEGIN IMMEDIATE").run();
       expectA2AError(() => storage.tasks.save(makeTask("t1", { state: "completed" })), "TASK_STORE_UNAVAILABLE", { operation: "tasks.save" });
-      expectA2AError(() => storage.sessions.claim("ses_1", "a", 5), "TASK_STORE_UNAVAILABLE", { operation: "sessions.claim" });
+      await expect(storage.sessions.claim("ses_1", "a", 5)).rejects.toMatchObject({ reason: "TASK_STORE_UNAVAILABLE", data: { operation: "sessions.claim" } });
       expect(storage.tasks.get("t1")?.task.status.state).toBe("working"); // reads still work under WAL; nothing half-written
       prepare(locker, "ROLLBACK").run();
       expect(storage.tasks.save(makeTask("t1", { state: "completed" })).applied).toBe(true);
