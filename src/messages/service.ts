@@ -262,7 +262,8 @@ export class MessageService {
     const m = await this.opts.store.get(id);
     if (m === undefined) throw notFound(id);
     const dir = this.opts.directory;
-    const mine = m.owner === principal.id || principal.admin || (m.to !== null && dir.mayUse(principal, m.to)) || (m.from !== null && dir.mayUse(principal, m.from));
+    const mine =
+      m.owner === principal.id || principal.admin || (m.to !== null && (await dir.mayUse(principal, m.to))) || (m.from !== null && (await dir.mayUse(principal, m.from)));
     // A draft is its author's alone.
     if (!mine || (m.draft && m.owner !== principal.id && !principal.admin)) throw notFound(id);
     return m;

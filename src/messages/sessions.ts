@@ -8,7 +8,7 @@ import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { Session } from "../../generated/opencode/types.gen.js";
 import type { Principal } from "../auth/index.js";
 import type { Routing } from "../bridge/directory.js";
-import { mayUseSession, type SessionResolver } from "../bridge/sessions.js";
+import { mayUseSession, usableSessions, type SessionResolver } from "../bridge/sessions.js";
 import { A2AError } from "../contract/errors.js";
 import { invalid } from "../protocol/codec/common.js";
 import type { SessionStore } from "../storage/sessions.js";
@@ -42,7 +42,7 @@ export class SessionDirectory {
   constructor(private readonly deps: SessionDirectoryDeps) {}
 
   /** Whether the principal may message (and read the messages of) the session (the sessions methods' rule). */
-  mayUse(principal: Principal, sessionId: string): boolean {
+  mayUse(principal: Principal, sessionId: string): Promise<boolean> {
     return mayUseSession(this.deps.owners, principal, sessionId);
   }
 
@@ -51,7 +51,7 @@ export class SessionDirectory {
     const listed = await upstreamCall(() =>
       this.deps.upstream.call("sessionList", (c) => sdk.sessionList({ ...c, query: { ...c.query, limit: LIST_LIMIT } }), { ...routing, validate: Array.isArray }),
     );
-    return (listed as unknown[]).filter((s): s is Session => isSession(s) && this.mayUse(principal, s.id));
+    return usableSessions(this.deps.owners, principal, (listed as unknown[]).filter(isSession), (s) => s.id);
   }
 
   /** The ids of the routing's sessions that are working now. */
@@ -68,8 +68,8 @@ export class SessionDirectory {
    */
   async resolve(principal: Principal, named: string, routing: Routing, field: string): Promise<string> {
     const busy = this.deps.activeOnly ? await this.busy(routing) : undefined;
-    const usable = (id: string): boolean => this.mayUse(principal, id) && (busy === undefined || busy.has(id));
-    if (usable(named)) {
+    const usable = async (id: string): Promise<boolean> => (busy === undefined || busy.has(id)) && (await this.mayUse(principal, id));
+    if (await usable(named)) {
       // An exact id: it must still exist upstream. An admin may use any session, so for it any name passes `usable`:
       // a name OpenCode does not know as a session is then matched as a prefix.
       try {
@@ -83,7 +83,8 @@ export class SessionDirectory {
         if (!principal.admin || !unknown) throw error;
       }
     }
-    const matches = (await this.list(principal, routing)).map((s) => s.id).filter((id) => id.startsWith(named) && usable(id));
+    // (list gives only sessions the caller may use.)
+    const matches = (await this.list(principal, routing)).map((s) => s.id).filter((id) => id.startsWith(named) && (busy === undefined || busy.has(id)));
     if (matches.length === 1) return matches[0]!;
     if (matches.length > 1) {
       throw new A2AError("SESSION_AMBIGUOUS", `${field} "${named}" matches ${matches.length} of your sessions; give more of the id`, { session: named, matches: matches.slice(0, 20) });
@@ -119,7 +120,7 @@ export class SessionDirectory {
     );
     const id = (forked as Session).id;
     // The fork is the caller's, like the session it came from.
-    this.deps.owners.setOwner(id, principal.id);
+    await this.deps.owners.setOwner(id, principal.id);
     return id;
   }
 }

@@ -99,7 +99,7 @@ export class TurnLoop {
     let outcome = await run(resolved, resolved.bindingKey !== undefined && !resolved.claimed);
     if (outcome === "vanished" && resolved.bindingKey !== undefined) {
       log.warn({ taskId: live.id, sessionId: resolved.sessionId }, "bound session vanished upstream; creating a new one");
-      sessions.forget(principal, resolved.bindingKey);
+      await sessions.forget(principal, resolved.bindingKey);
       try {
         resolved = await sessions.resolve(principal, live.contextId, metadata, routing, sessionTitle(message));
       } catch (error) {
@@ -109,8 +109,8 @@ export class TurnLoop {
       outcome = await run(resolved, false);
     }
     if (resolved.claimed) {
-      if (outcome === "completed") sessions.confirm(principal, resolved.sessionId);
-      else sessions.release(principal, resolved.sessionId);
+      if (outcome === "completed") await sessions.confirm(principal, resolved.sessionId);
+      else await sessions.release(principal, resolved.sessionId);
     }
   }
 

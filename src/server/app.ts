@@ -193,7 +193,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       else if (check.state === "ok") modelLog.info({ provider: check.provider, model: check.model }, "default model available");
     });
     void model.current(0);
-    sessions = new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000);
+    sessions = new SessionResolver(sessionRecordsView(storage.sessions), upstream.client, config.pendingClaimTtl * 1000, log.child({ component: "sessions" }));
     // The observers the runtime reports to are built first and handed to its constructor; the ones that read tasks
     // back (push: a config's task must be visible to its caller; the interrupt registry: a reply resumes its task)
     // reach the runtime through a closure, called only after construction.

@@ -14,7 +14,7 @@ import type { StoreTx } from "./tx.js";
 import { SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
 import { SqlPushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
-import { SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
+import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
 import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError, type StoreLocation } from "../config/store-url.js";
@@ -93,7 +93,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       sql,
       tasks,
-      sessions: new SqliteSessionStore(db, now),
+      sessions: new SqlSessionStore(sql, now),
       pushConfigs: new SqlPushConfigStore(sql, now),
       pushOutbox: new SqlPushOutboxStore(sql, now),
       atomically: (fn) =>

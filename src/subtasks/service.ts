@@ -201,7 +201,7 @@ export class SubtaskService {
       return { contextId: task.contextId, taskId: task.id, ...(sessionId === undefined ? {} : { sessionId }) };
     }
     const contextId = params.context_id ?? randomUUID();
-    const sessionId = params.context_id === undefined ? undefined : this.opts.sessions.bound(principal, contextId, routing);
+    const sessionId = params.context_id === undefined ? undefined : await this.opts.sessions.bound(principal, contextId, routing);
     return { contextId, ...(sessionId === undefined ? {} : { sessionId }) };
   }
 

@@ -534,7 +534,7 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
   const OWNED_ON_DOWN = "ses_matrixdownowned";
   let fx: Fixture;
   beforeAll(async () => {
-    down.storage.sessions.setOwner(OWNED_ON_DOWN, ADMIN_ID);
+    await down.storage.sessions.setOwner(OWNED_ON_DOWN, ADMIN_ID);
     const add = (type: "permission" | "question", details: Obj) => {
       const requestId = `${type === "permission" ? "per" : "que"}_matrixdown${randomUUID().slice(0, 8)}`;
       down.storage.interrupts.add(
@@ -590,8 +590,8 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
         const fresh = `${UNKNOWN_TO_DOWN}${line.replace(".", "")}${m.name.split(".").pop()!.replace(/\W/g, "")}`;
         const claimed = await invoke(down.url, line, m, realize(m, { ...fx, session: fresh }));
         expectError(claimed, "UPSTREAM_UNREACHABLE", `${m.name} on an unclaimed session (${line})`);
-        expect(down.storage.sessions.getClaim(fresh), `${m.name}: claim released`).toBeUndefined();
-        expect(down.storage.sessions.getOwner(fresh)).toBeUndefined();
+        expect(await down.storage.sessions.getClaim(fresh), `${m.name}: claim released`).toBeUndefined();
+        expect(await down.storage.sessions.getOwner(fresh)).toBeUndefined();
       }
     }
     // the seeded bindings survive an unreachable OpenCode (the answer can be retried)

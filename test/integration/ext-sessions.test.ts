@@ -515,7 +515,7 @@ describe("owner guard, shell toggle and payload privacy", () => {
 
   it.each(LINES)("line %s: another principal's session → SESSION_FORBIDDEN on every control method; reads still work", async (line) => {
     const id = await stubSession(stub, "theirs");
-    storage.sessions.setOwner(id, "someone-else");
+    await storage.sessions.setOwner(id, "someone-else");
     for (const [method, extra] of CONTROL) {
       const data = await fails(line, "SESSION_FORBIDDEN", method, { session_id: id, ...extra }, url);
       expect(field(data, "session_id")).toBe(id);
@@ -523,29 +523,29 @@ describe("owner guard, shell toggle and payload privacy", () => {
     expect(stub.requests.filter((r) => r.path.startsWith(`/session/${id}/`) && r.method !== "GET")).toEqual([]);
     await ok(line, "opencode.sessions.get", { session_id: id }, url);
     await ok(line, "opencode.sessions.messages.list", { session_id: id }, url);
-    expect(storage.sessions.getOwner(id)).toBe("someone-else");
+    expect(await storage.sessions.getOwner(id)).toBe("someone-else");
   });
 
   it("a session held by another principal's pending claim → SESSION_FORBIDDEN", async () => {
     const id = await stubSession(stub, "claimed");
-    storage.sessions.claim(id, "someone-else", 60);
+    await storage.sessions.claim(id, "someone-else", 60);
     await fails("1.0", "SESSION_FORBIDDEN", "opencode.sessions.unshare", { session_id: id }, url);
   });
 
   it("a session the gateway never saw becomes the caller's after a successful control call, not after a failed one", async () => {
     const id = await stubSession(stub, "fresh");
-    expect(storage.sessions.getOwner(id)).toBeUndefined();
+    expect(await storage.sessions.getOwner(id)).toBeUndefined();
     await fails("0.3", "INVALID_PARAMS", "opencode.sessions.command", { session_id: id, request: { command: "nosuch", arguments: "" } }, url);
-    expect(storage.sessions.getOwner(id)).toBeUndefined();
-    expect(storage.sessions.getClaim(id)).toBeUndefined();
+    expect(await storage.sessions.getOwner(id)).toBeUndefined();
+    expect(await storage.sessions.getClaim(id)).toBeUndefined();
     const shared = await ok("0.3", "opencode.sessions.share", { session_id: id }, url);
     expect(shared.item.share_url).toMatch(/\/share\//);
-    expect(storage.sessions.getOwner(id)).toBe("admin");
+    expect(await storage.sessions.getOwner(id)).toBe("admin");
     const unshared = await ok("0.3", "opencode.sessions.unshare", { session_id: id }, url);
     expect(unshared.item.share_url).toBeUndefined();
 
     const fork = await ok("1.0", "opencode.sessions.fork", { session_id: id }, url);
-    expect(storage.sessions.getOwner(fork.item.id)).toBe("admin");
+    expect(await storage.sessions.getOwner(fork.item.id)).toBe("admin");
   });
 
   it("shell is off without A2A_ENABLE_SESSION_SHELL → -32601 on both lines, nothing reaches OpenCode", async () => {

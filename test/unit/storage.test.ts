@@ -1,12 +1,12 @@
-// Persistence: one behavioural suite run against both backends (memory and SQLite file), then SQLite-only checks —
-// file hardening, durability across reopen, migrations, schema-version refusal, runtime failure mapping — and the
-// store URL parser.
+// Persistence: SQLite-only checks — the task read cache, file hardening, durability across reopen, migrations,
+// schema-version refusal, runtime failure mapping — and the store URL parser. Each store's behaviour on every backend
+// is in its own suite (task-store, session-store, push-outbox, interrupt-store, audit-store, governance, sql-stores).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { expectA2AError, rejectsA2AError } from "../support/errors.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { rejectsA2AError } from "../support/errors.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import type { Task, TaskState } from "../../src/protocol/model.js";
 import {
@@ -20,7 +20,6 @@ import {
   readSchemaVersion,
   redactUrl,
   SCHEMA_NAME,
-  sessionRecordsView,
   sessionScopeKey,
   StorageError,
   type Storage,
@@ -53,119 +52,6 @@ async function expectStorageError(fn: () => unknown, code: string, message?: Reg
   expect((caught as StorageError).code).toBe(code);
   if (message !== undefined) expect((caught as StorageError).message).toMatch(message);
 }
-
-/** A controllable clock (epoch ms). */
-const clock = () => {
-  let t = 1_700_000_000_000;
-  return { now: () => t, advance: (ms: number) => void (t += ms) };
-};
-
-type Open = (now: () => number) => Promise<Storage>;
-const backends: [string, Open][] = [
-  ["memory", (now) => openStorage({ backend: "memory", now })],
-  ["sqlite", (now) => openStorage({ backend: "sqlite", url: `sqlite:///${path.join(freshDir(), "a2a.db")}`, now })],
-];
-
-describe.each(backends)("%s backend", (_name, open) => {
-  let storage: Storage;
-  let time: ReturnType<typeof clock>;
-  beforeEach(async () => {
-    time = clock();
-    storage = await open(time.now);
-  });
-  afterEach(() => storage.close());
-
-  describe("sessions", () => {
-    it("binds (owner, contextId, scopeKey) to a session", async () => {
-      const s = storage.sessions;
-      expect(s.getBinding("alice", "c1")).toBeUndefined();
-      s.setBinding("alice", "c1", "", "ses_a");
-      s.setBinding("alice", "c1", "directory:/w", "ses_b");
-      s.setBinding("alice", "c1", "workspace:ws1", "ses_c");
-      s.setBinding("bob", "c1", "", "ses_d");
-      expect(s.getBinding("alice", "c1")).toBe("ses_a");
-      expect(s.getBinding("alice", "c1", "directory:/w")).toBe("ses_b");
-      expect(s.getBinding("alice", "c1", "workspace:ws1")).toBe("ses_c");
-      expect(s.getBinding("bob", "c1", "")).toBe("ses_d");
-      s.setBinding("alice", "c1", "", "ses_a2");
-      expect(s.getBinding("alice", "c1", "")).toBe("ses_a2");
-      expect(s.deleteBinding("alice", "c1", "")).toBe(true);
-      expect(s.deleteBinding("alice", "c1", "")).toBe(false);
-      expect(s.getBinding("alice", "c1", "")).toBeUndefined();
-      s.setBinding("carol", "c9", "", "ses_b");
-      expect(s.deleteBindingsForSession("ses_b")).toBe(2);
-      expect(s.getBinding("alice", "c1", "directory:/w")).toBeUndefined();
-      expect(s.getBinding("alice", "c1", "workspace:ws1")).toBe("ses_c");
-    });
-
-    it("keeps the first owner of a session", async () => {
-      expect(storage.sessions.getOwner("ses_1")).toBeUndefined();
-      expect(storage.sessions.setOwner("ses_1", "alice")).toBe("alice");
-      expect(storage.sessions.setOwner("ses_1", "bob")).toBe("alice");
-      expect(storage.sessions.getOwner("ses_1")).toBe("alice");
-    });
-
-    it("claims, renews, expires, finalizes and releases pending claims", async () => {
-      const s = storage.sessions;
-      const first = s.claim("ses_1", "alice", 60);
-      expect(first).toEqual({ status: "claimed", expiresAt: time.now() + 60_000 });
-      expect(s.claim("ses_1", "bob", 60)).toEqual({ status: "forbidden", reason: "claimed" });
-      expect(s.getClaim("ses_1")).toEqual({ sessionId: "ses_1", owner: "alice", expiresAt: time.now() + 60_000 });
-      time.advance(30_000);
-      expect(s.claim("ses_1", "alice", 60)).toEqual({ status: "claimed", expiresAt: time.now() + 60_000 }); // renewed
-      time.advance(59_999);
-      expect(s.claim("ses_1", "bob", 60).status).toBe("forbidden");
-      time.advance(1);
-      expect(s.getClaim("ses_1")).toBeUndefined(); // expired: no longer blocks
-      expect(s.claim("ses_1", "bob", 60).status).toBe("claimed");
-      expect(s.finalize("ses_1", "alice")).toBe(false); // bob holds the live claim
-      expect(s.getOwner("ses_1")).toBeUndefined();
-      expect(s.finalize("ses_1", "bob")).toBe(true);
-      expect(s.getOwner("ses_1")).toBe("bob");
-      expect(s.getClaim("ses_1")).toBeUndefined();
-      expect(s.claim("ses_1", "bob", 60)).toEqual({ status: "owned" });
-      expect(s.claim("ses_1", "alice", 60)).toEqual({ status: "forbidden", reason: "owned" });
-      expect(s.finalize("ses_1", "alice")).toBe(false);
-      expect(s.getOwner("ses_1")).toBe("bob");
-
-      expect(s.claim("ses_2", "alice", 10).status).toBe("claimed");
-      expect(s.release("ses_2", "bob")).toBe(false);
-      expect(s.release("ses_2", "alice")).toBe(true);
-      expect(s.release("ses_2", "alice")).toBe(false);
-      expect(s.claim("ses_2", "bob", 10).status).toBe("claimed");
-
-      s.claim("ses_3", "carol", 1);
-      s.claim("ses_4", "carol", 100);
-      time.advance(5_000);
-      expect(s.purgeExpired()).toBe(1); // only ses_3 (1 s); ses_2 (10 s) and ses_4 (100 s) are live
-      expect(s.getClaim("ses_2")?.owner).toBe("bob");
-    });
-
-    it("purges only expired claims", async () => {
-      const s = storage.sessions;
-      s.claim("ses_a", "x", 1);
-      s.claim("ses_b", "x", 10);
-      time.advance(1_000);
-      expect(s.purgeExpired()).toBe(1);
-      expect(s.getClaim("ses_b")?.owner).toBe("x");
-      expect(s.purgeExpired()).toBe(0);
-    });
-
-    it("serves the resolver's SessionRecords view", async () => {
-      const view = sessionRecordsView(storage.sessions);
-      expect(view.claim("ses_1", "alice", 5_000)).toBe(true);
-      expect(view.claim("ses_1", "bob", 5_000)).toBe(false);
-      view.releaseClaim("ses_1", "alice");
-      expect(view.claim("ses_1", "bob", 5_000)).toBe(true);
-      time.advance(5_000);
-      expect(view.claim("ses_1", "alice", 5_000)).toBe(true);
-      view.setBinding("alice", "c", "", "ses_1");
-      expect(view.getBinding("alice", "c", "")).toBe("ses_1");
-      view.deleteBinding("alice", "c", "");
-      expect(view.getBinding("alice", "c", "")).toBeUndefined();
-    });
-  });
-});
 
 // -----------------------------------------------------------------------------------------------------------------
 
@@ -318,9 +204,9 @@ describe("sqlite specifics", () => {
     await first.tasks.create(makeTask("t1", { at: ts(1) }), "alice", { sessionId: "ses_1" });
     await first.tasks.create(makeTask("t2", { at: ts(2) }), "alice");
     await first.tasks.save(makeTask("t1", { state: "completed", at: ts(3) }));
-    first.sessions.setBinding("alice", "c1", "", "ses_1");
-    first.sessions.setOwner("ses_1", "alice");
-    first.sessions.claim("ses_2", "bob", 3600);
+    await first.sessions.setBinding("alice", "c1", "", "ses_1");
+    await first.sessions.setOwner("ses_1", "alice");
+    await first.sessions.claim("ses_2", "bob", 3600);
     await first.pushConfigs.set({ taskId: "t1", id: "p", url: "https://x.example/" });
     const token = (await first.tasks.list("alice", { pageSize: 1 })).nextPageToken;
     first.close();
@@ -332,9 +218,9 @@ describe("sqlite specifics", () => {
       expect((await second.tasks.get("t1"))).toMatchObject({ owner: "alice", sessionId: "ses_1", task: { status: { state: "completed" } } });
       expect((await second.tasks.save(makeTask("t1", { state: "failed" }))).applied).toBe(false);
       expect((await second.tasks.list("alice", { pageSize: 1, pageToken: token })).tasks.map((t) => t.id)).toEqual(["t2"]);
-      expect(second.sessions.getBinding("alice", "c1", "")).toBe("ses_1");
-      expect(second.sessions.getOwner("ses_1")).toBe("alice");
-      expect(second.sessions.getClaim("ses_2")?.owner).toBe("bob");
+      expect((await second.sessions.getBinding("alice", "c1", ""))).toBe("ses_1");
+      expect((await second.sessions.getOwner("ses_1"))).toBe("alice");
+      expect((await second.sessions.getClaim("ses_2"))?.owner).toBe("bob");
       expect(await second.pushConfigs.list("t1")).toEqual([{ taskId: "t1", id: "p", url: "https://x.example/" }]);
       expect(await second.tasks.count()).toBe(2);
     } finally {
@@ -440,7 +326,7 @@ describe("sqlite specifics", () => {
     try {
       prepare(locker, "BEGIN IMMEDIATE").run();
       await rejectsA2AError(() => storage.tasks.save(makeTask("t1", { state: "completed" })), "TASK_STORE_UNAVAILABLE", { operation: "tasks.save" });
-      expectA2AError(() => storage.sessions.claim("ses_1", "a", 5), "TASK_STORE_UNAVAILABLE", { operation: "sessions.claim" });
+      await rejectsA2AError(() => storage.sessions.claim("ses_1", "a", 5), "TASK_STORE_UNAVAILABLE", { operation: "sessions.claim" });
       expect((await storage.tasks.get("t1"))?.task.status.state).toBe("working"); // reads still work under WAL; nothing half-written
       prepare(locker, "ROLLBACK").run();
       expect((await storage.tasks.save(makeTask("t1", { state: "completed" }))).applied).toBe(true);

@@ -18,7 +18,7 @@ import type { Session } from "../../../generated/opencode/types.gen.js";
 import type { A2AMessageProjection, A2ATaskProjection } from "../../../generated/types/extensions.js";
 import type { Principal } from "../../auth/index.js";
 import { resolveRouting, type Routing } from "../../bridge/directory.js";
-import { mayUseSession } from "../../bridge/sessions.js";
+import { mayUseSession, usableSessions } from "../../bridge/sessions.js";
 import { A2AError } from "../../contract/errors.js";
 import type { Call } from "../../operations/index.js";
 import { codecFor } from "../../protocol/codec/index.js";
@@ -75,8 +75,13 @@ export class SessionAccess {
   }
 
   /** The session is the caller's to see: admin, its owner, or (unowned) the holder of its pending claim. */
-  visible(principal: Principal, sessionId: string): boolean {
+  visible(principal: Principal, sessionId: string): Promise<boolean> {
     return mayUseSession(this.owners, principal, sessionId);
+  }
+
+  /** The items whose session the caller may see (`visible`), in their order. */
+  visibleOnes<T>(principal: Principal, items: readonly T[], sessionOf: (item: T) => string): Promise<T[]> {
+    return usableSessions(this.owners, principal, items, sessionOf);
   }
 
   /** The one answer for a session that does not exist and a session the caller may not see. */
@@ -85,9 +90,9 @@ export class SessionAccess {
   }
 
   /** The session id of a read, refused as not found when the caller may not see the session. */
-  readableSession(params: Params, principal: Principal): string {
+  async readableSession(params: Params, principal: Principal): Promise<string> {
     const sessionId = sessionIdOf(params);
-    if (!this.visible(principal, sessionId)) throw this.sessionNotFound(sessionId);
+    if (!(await this.visible(principal, sessionId))) throw this.sessionNotFound(sessionId);
     return sessionId;
   }
 
@@ -101,7 +106,7 @@ export class SessionAccess {
    * owns it afterwards; a failed run releases the claim.
    */
   async guarded<T>(principal: Principal, sessionId: string, routing: Routing, run: (session?: Session) => Promise<T>): Promise<T> {
-    const outcome = this.owners.claim(sessionId, principal.id, this.deps.config.pendingClaimTtl);
+    const outcome = await this.owners.claim(sessionId, principal.id, this.deps.config.pendingClaimTtl);
     if (outcome.status === "forbidden") {
       if (!principal.admin) throw this.sessionNotFound(sessionId);
       throw new A2AError("SESSION_FORBIDDEN", undefined, { session_id: sessionId });
@@ -110,10 +115,10 @@ export class SessionAccess {
     try {
       const session = await this.getSession(sessionId, routing);
       const result = await run(session);
-      this.owners.finalize(sessionId, principal.id);
+      await this.owners.finalize(sessionId, principal.id);
       return result;
     } catch (error) {
-      this.owners.release(sessionId, principal.id);
+      await this.owners.release(sessionId, principal.id);
       throw error;
     }
   }

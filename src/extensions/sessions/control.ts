@@ -113,7 +113,7 @@ export function controlHandlers(access: SessionAccess) {
           { ...routing, sessionId, validate: isSession },
         );
         // The gateway created the fork for the caller: the caller owns it.
-        access.owners.setOwner(fork.id, c.principal.id);
+        await access.owners.setOwner(fork.id, c.principal.id);
         return { item: sessionSummary(fork) };
       });
     },

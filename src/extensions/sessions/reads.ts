@@ -18,11 +18,13 @@ export function readHandlers(access: SessionAccess) {
     "opencode.sessions.status": async (params, c) => {
       const routing = access.routingOf(params, c);
       const statuses = await access.call("sessionStatus", (x) => sdk.sessionStatus({ ...x }), { ...routing, validate: isObject });
-      const items = Object.entries(statuses as Obj).flatMap(([sessionId, raw]) => {
-        if (!isObject(raw) || typeof raw.type !== "string" || raw.type === "idle") return [];
-        if (!access.visible(c.principal, sessionId)) return [];
-        return [compact({ session_id: sessionId, type: raw.type, attempt: num(raw.attempt), message: str(raw.message), next: num(raw.next) })];
+      const working = Object.entries(statuses as Obj).filter((entry): entry is [string, Obj & { type: string }] => {
+        const raw = entry[1];
+        return isObject(raw) && typeof raw.type === "string" && raw.type !== "idle";
       });
+      const items = (await access.visibleOnes(c.principal, working, ([sessionId]) => sessionId)).map(([sessionId, raw]) =>
+        compact({ session_id: sessionId, type: raw.type, attempt: num(raw.attempt), message: str(raw.message), next: num(raw.next) }),
+      );
       return { items };
     },
 
@@ -39,36 +41,27 @@ export function readHandlers(access: SessionAccess) {
         search: typeof params.search === "string" ? params.search : undefined,
       });
       const sessions = await access.call("sessionList", (x) => sdk.sessionList({ ...x, query: { ...x.query, ...query } }), { ...routing, validate: isArray });
-      const items = (sessions as unknown[])
-        .filter(isSession)
-        .filter((s) => access.visible(c.principal, s.id))
-        .slice(0, limit)
-        .map((s) => access.task(c, s));
+      const items = (await access.visibleOnes(c.principal, (sessions as unknown[]).filter(isSession), (s) => s.id)).slice(0, limit).map((s) => access.task(c, s));
       return { items };
     },
 
     "opencode.sessions.get": async (params, c) => {
-      const sessionId = access.readableSession(params, c.principal);
+      const sessionId = await access.readableSession(params, c.principal);
       return { item: access.task(c, await access.getSession(sessionId, access.routingOf(params, c))) };
     },
 
     "opencode.sessions.children": async (params, c) => {
-      const sessionId = access.readableSession(params, c.principal);
+      const sessionId = await access.readableSession(params, c.principal);
       const children = await access.call("sessionChildren", (x) => sdk.sessionChildren({ ...x, path: { sessionID: sessionId } }), {
         ...access.routingOf(params, c),
         sessionId,
         validate: isArray,
       });
-      return {
-        items: (children as unknown[])
-          .filter(isSession)
-          .filter((s) => access.visible(c.principal, s.id))
-          .map((s) => access.task(c, s)),
-      };
+      return { items: (await access.visibleOnes(c.principal, (children as unknown[]).filter(isSession), (s) => s.id)).map((s) => access.task(c, s)) };
     },
 
     "opencode.sessions.todo": async (params, c) => {
-      const sessionId = access.readableSession(params, c.principal);
+      const sessionId = await access.readableSession(params, c.principal);
       const todos = await access.call("sessionTodo", (x) => sdk.sessionTodo({ ...x, path: { sessionID: sessionId } }), {
         ...access.routingOf(params, c),
         sessionId,
@@ -81,7 +74,7 @@ export function readHandlers(access: SessionAccess) {
     },
 
     "opencode.sessions.diff": async (params, c) => {
-      const sessionId = access.readableSession(params, c.principal);
+      const sessionId = await access.readableSession(params, c.principal);
       const messageID = idParam(params.message_id, "message_id", MESSAGE_ID, "message");
       const routing = access.routingOf(params, c);
       // OpenCode answers [] for a session it does not have: the session is read alongside to tell the two apart.
@@ -110,7 +103,7 @@ export function readHandlers(access: SessionAccess) {
 
     "opencode.sessions.messages.list": async (params, c) => {
       refuseFields(params, ["cursor", "page", "size"], "opencode.sessions.messages.list");
-      const sessionId = access.readableSession(params, c.principal);
+      const sessionId = await access.readableSession(params, c.principal);
       const before = decodeCursor(sessionId, params.before);
       const limit = typeof params.limit === "number" ? params.limit : SessionMessagesListParamsBounds.limit.default;
       let next: string | null = null;
@@ -132,7 +125,7 @@ export function readHandlers(access: SessionAccess) {
     },
 
     "opencode.sessions.messages.get": async (params, c) => {
-      const sessionId = access.readableSession(params, c.principal);
+      const sessionId = await access.readableSession(params, c.principal);
       const messageId = idParam(params.message_id, "message_id", MESSAGE_ID, "message")!;
       const routing = access.routingOf(params, c);
       try {

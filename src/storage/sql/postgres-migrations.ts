@@ -135,4 +135,33 @@ CREATE INDEX IF NOT EXISTS a2a_audit_log_at ON a2a_audit_log (at_ms);
 CREATE INDEX IF NOT EXISTS a2a_audit_log_trace ON a2a_audit_log (trace_id);
 `,
   },
+  {
+    version: 4,
+    description: "session bindings, session owners and pending session claims",
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_session_bindings (
+  owner      TEXT NOT NULL,
+  context_id TEXT NOT NULL,
+  scope_key  TEXT NOT NULL DEFAULT '',
+  session_id TEXT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (owner, context_id, scope_key)
+);
+CREATE INDEX IF NOT EXISTS a2a_session_bindings_session ON a2a_session_bindings (session_id);
+
+CREATE TABLE IF NOT EXISTS a2a_session_owners (
+  session_id TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS a2a_pending_session_claims (
+  session_id TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_pending_session_claims_expires ON a2a_pending_session_claims (expires_at);
+`,
+  },
 ];

@@ -116,6 +116,31 @@ export interface AuditLogTable {
   peer: string | null;
 }
 
+export interface SessionBindingsTable {
+  owner: string;
+  context_id: string;
+  scope_key: string;
+  session_id: string;
+  /** Epoch ms. */
+  updated_at: Int64;
+}
+
+export interface SessionOwnersTable {
+  session_id: string;
+  owner: string;
+  /** Epoch ms. */
+  created_at: Int64;
+}
+
+export interface PendingSessionClaimsTable {
+  session_id: string;
+  owner: string;
+  /** Epoch ms. */
+  updated_at: Int64;
+  /** Epoch ms; the claim is live while expires_at > now. */
+  expires_at: Int64;
+}
+
 export interface SqlSchema {
   a2a_tasks: TasksTable;
   a2a_store_meta: StoreMetaTable;
@@ -124,4 +149,7 @@ export interface SqlSchema {
   a2a_push_configs: PushConfigsTable;
   a2a_push_outbox: PushOutboxTable;
   a2a_audit_log: AuditLogTable;
+  a2a_session_bindings: SessionBindingsTable;
+  a2a_session_owners: SessionOwnersTable;
+  a2a_pending_session_claims: PendingSessionClaimsTable;
 }
