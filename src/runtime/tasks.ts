@@ -84,7 +84,7 @@ export class TaskRuntime {
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
     if (params.configuration?.blocking !== false) await live.settled();
     // As a read of the task gives it (the governance summary, when it has one).
-    return this.#annotated(live.task);
+    return (await this.#annotation(live.id))(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
@@ -241,7 +241,7 @@ export class TaskRuntime {
 
   /**
    * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
-   * live turn comes from `lookup` (the store's get by default).
+   * live turn comes from `lookup` (the store's get by default). Without the governance summary (see #readable).
    */
   #visible(
     principal: Principal,
@@ -249,29 +249,41 @@ export class TaskRuntime {
     lookup: (id: string) => { task: Task; owner: string } | undefined = (id) => this.opts.store.get(id),
   ): { task: Task; owner: string } {
     const live = this.#live.get(taskId);
-    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: this.#annotated(live.task), owner: live.owner };
+    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
     const record = lookup(taskId);
     if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
       throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     }
-    return { task: this.#annotated(record.task), owner: record.owner };
+    return { task: record.task, owner: record.owner };
   }
 
   /** What the interrupt hooks add to a task that is read (the governance summary, current at every read). */
-  readonly #annotated = (task: Task): Task => this.opts.interrupts?.annotate?.(task) ?? task;
+  readonly #annotation = (taskId: string): Promise<(task: Task) => Task> => this.opts.interrupts?.annotation?.(taskId) ?? Promise.resolve((task) => task);
+
+  /** #visible() with the governance summary; read first, so no wait comes between the task's snapshot and its use. */
+  async #readable(principal: Principal, taskId: string, lookup?: (id: string) => { task: Task; owner: string } | undefined): Promise<{ task: Task; owner: string }> {
+    const annotate = await this.#annotation(taskId);
+    const visible = this.#visible(principal, taskId, lookup);
+    return { task: annotate(visible.task), owner: visible.owner };
+  }
+
+  /** The task if the caller may see it (else TASK_NOT_FOUND), without the governance summary: a visibility check. */
+  visible(principal: Principal, taskId: string): Task {
+    return this.#visible(principal, taskId).task;
+  }
 
   /** A live task's snapshot is never written to, and a stored task is a fresh copy: neither is copied. */
-  get(principal: Principal, taskId: string): Task {
-    return this.#visible(principal, taskId).task;
+  async get(principal: Principal, taskId: string): Promise<Task> {
+    return (await this.#readable(principal, taskId)).task;
   }
 
   /**
    * get() for a caller that only reads the task (GetTask encodes it for the wire): a stored task comes from the
    * store's view() and may be shared and frozen.
    */
-  read(principal: Principal, taskId: string): Task {
+  async read(principal: Principal, taskId: string): Promise<Task> {
     const store = this.opts.store;
-    return this.#visible(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id))).task;
+    return (await this.#readable(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id)))).task;
   }
 
   /** The trace context of a live task's turn (the request that started it), for its logs and push deliveries. */
@@ -289,7 +301,7 @@ export class TaskRuntime {
   async cancel(principal: Principal, taskId: string): Promise<Task> {
     const started = performance.now();
     this.opts.metrics.cancelRequests.inc();
-    const { task } = this.#visible(principal, taskId);
+    const { task } = await this.#readable(principal, taskId);
     let outcome: AbortOutcome = "not_attempted";
     try {
       if (task.status.state === "canceled") return task;
@@ -318,8 +330,9 @@ export class TaskRuntime {
    * tasks/resubscribe / SubscribeToTask: the current Task first, then the live events. A terminal task: 0.3
    * replays it once and closes; 1.0 answers UnsupportedOperation.
    */
-  subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): StreamHandle {
-    const { task } = this.#visible(principal, taskId);
+  async subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): Promise<StreamHandle> {
+    const annotate = await this.#annotation(taskId);
+    const task = annotate(this.#visible(principal, taskId).task);
     const live = this.#live.get(taskId);
     if (live === undefined || isTerminal(live.state)) {
       if (line === "1.0" || !isTerminal(task.status.state)) {
@@ -333,7 +346,7 @@ export class TaskRuntime {
       replay.close();
       return streamHandle(queue, this.opts.metrics);
     }
-    return streamHandle(live.fanout.subscribe({ kind: "task", task: this.#annotated(live.task) }), this.opts.metrics);
+    return streamHandle(live.fanout.subscribe({ kind: "task", task: annotate(live.task) }), this.opts.metrics);
   }
 
   // ---- restart, lost turns, shutdown --------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
 import type { SqlSchema } from "./sql/schema.js";
-import { SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
+import { SqlInterruptStore, type InterruptStore } from "./interrupts.js";
 import { SqlitePushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { SqlitePushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqliteSessionStore, type Clock, type SessionStore } from "./sessions.js";
@@ -91,7 +91,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       pushConfigs: new SqlitePushConfigStore(db, now),
       pushOutbox: new SqlitePushOutboxStore(db, now),
       atomically: (fn) => db.transaction("atomically", fn),
-      interrupts: new SqliteInterruptStore(db, now),
+      interrupts: new SqlInterruptStore(sql, now),
       audit: new SqliteAuditStore(db),
       subtaskCalls: new SqlSubtaskCallStore(sql),
       governance: new SqliteGovernanceStore(db),

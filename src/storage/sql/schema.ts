@@ -33,7 +33,24 @@ export interface SubtaskCallsTable {
   items_json: string;
 }
 
+/** The interrupt registry (src/storage/interrupts.ts); times are epoch ms. */
+export interface InterruptRequestsTable {
+  request_id: string;
+  session_id: string;
+  interrupt_type: string;
+  owner: string;
+  credential_id: string | null;
+  task_id: string;
+  context_id: string;
+  details_json: string;
+  routing_json: string;
+  created_at: Int64;
+  expires_at: Int64;
+  tombstone_expires_at: Int64;
+}
+
 export interface SqlSchema {
   a2a_session_messages: SessionMessagesTable;
   a2a_subtask_calls: SubtaskCallsTable;
+  a2a_interrupt_requests: InterruptRequestsTable;
 }
