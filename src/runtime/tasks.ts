@@ -243,11 +243,7 @@ export class TaskRuntime {
    * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
    * live turn comes from `lookup` (the store's get by default). Without the governance summary (see #readable).
    */
-  #visible(
-    principal: Principal,
-    taskId: string,
-    lookup: (id: string) => { task: Task; owner: string } | undefined = (id) => this.opts.store.get(id),
-  ): { task: Task; owner: string } {
+  #visible(principal: Principal, taskId: string, lookup = (id: string): { task: Task; owner: string } | undefined => this.opts.store.get(id)): { task: Task; owner: string } {
     const live = this.#live.get(taskId);
     if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
     const record = lookup(taskId);
@@ -261,10 +257,9 @@ export class TaskRuntime {
   readonly #annotation = (taskId: string): Promise<(task: Task) => Task> => this.opts.interrupts?.annotation?.(taskId) ?? Promise.resolve((task) => task);
 
   /** #visible() with the governance summary; read first, so no wait comes between the task's snapshot and its use. */
-  async #readable(principal: Principal, taskId: string, lookup?: (id: string) => { task: Task; owner: string } | undefined): Promise<{ task: Task; owner: string }> {
+  async #readable(principal: Principal, taskId: string, lookup?: (id: string) => { task: Task; owner: string } | undefined): Promise<Task> {
     const annotate = await this.#annotation(taskId);
-    const visible = this.#visible(principal, taskId, lookup);
-    return { task: annotate(visible.task), owner: visible.owner };
+    return annotate(this.#visible(principal, taskId, lookup).task);
   }
 
   /** The task if the caller may see it (else TASK_NOT_FOUND), without the governance summary: a visibility check. */
@@ -274,7 +269,7 @@ export class TaskRuntime {
 
   /** A live task's snapshot is never written to, and a stored task is a fresh copy: neither is copied. */
   async get(principal: Principal, taskId: string): Promise<Task> {
-    return (await this.#readable(principal, taskId)).task;
+    return this.#readable(principal, taskId);
   }
 
   /**
@@ -283,7 +278,7 @@ export class TaskRuntime {
    */
   async read(principal: Principal, taskId: string): Promise<Task> {
     const store = this.opts.store;
-    return (await this.#readable(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id)))).task;
+    return this.#readable(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id)));
   }
 
   /** The trace context of a live task's turn (the request that started it), for its logs and push deliveries. */
@@ -301,7 +296,7 @@ export class TaskRuntime {
   async cancel(principal: Principal, taskId: string): Promise<Task> {
     const started = performance.now();
     this.opts.metrics.cancelRequests.inc();
-    const { task } = await this.#readable(principal, taskId);
+    const task = await this.#readable(principal, taskId);
     let outcome: AbortOutcome = "not_attempted";
     try {
       if (task.status.state === "canceled") return task;
