@@ -6,7 +6,7 @@
 //
 // Governance (src/governance): before a permission request reaches the task, the policy rules may answer it
 // (`InterruptHooks.govern`, the same upstream reply as a2a.interrupt.permission.reply); every answer through any path,
-// and every expiry, lands in the task's trail; reads of a task carry the trail's summary (`InterruptHooks.annotate`).
+// and every expiry, lands in the task's trail; reads of a task carry the trail's summary (`InterruptHooks.annotation`).
 import type { Logger } from "pino";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import {
@@ -134,17 +134,17 @@ export class InterruptRegistry implements InterruptHooks {
   }
 
   /** Expired requests are recorded in their trails before their bindings can be purged. */
-  #purge(): void {
-    this.#trail.sweepExpired();
-    this.#store.purgeExpired();
+  async #purge(): Promise<void> {
+    await this.#trail.sweepExpired();
+    await this.#store.purgeExpired();
   }
 
   // ---- runtime hooks --------------------------------------------------------------------------------------------
 
-  asked(interrupt: PendingInterrupt): void {
+  async asked(interrupt: PendingInterrupt): Promise<void> {
     try {
-      this.#purge();
-      const created = this.#store.add(
+      await this.#purge();
+      const created = await this.#store.add(
         {
           requestId: interrupt.requestId,
           type: interrupt.type,
@@ -165,9 +165,9 @@ export class InterruptRegistry implements InterruptHooks {
     }
   }
 
-  resolved(event: { requestId: string; type: InterruptType; taskId: string }): void {
+  async resolved(event: { requestId: string; type: InterruptType; taskId: string }): Promise<void> {
     try {
-      this.#store.remove(event.requestId);
+      await this.#store.remove(event.requestId);
     } catch (error) {
       this.deps.log.warn({ err: error instanceof Error ? error.message : String(error), requestId: event.requestId }, "could not discard interrupt request");
     }
@@ -202,8 +202,8 @@ export class InterruptRegistry implements InterruptHooks {
     return true;
   }
 
-  annotate(task: Task): Task {
-    return this.#trail.annotate(task);
+  annotation(taskId: string): Promise<(task: Task) => Task> {
+    return this.#trail.annotation(taskId);
   }
 
   /**
@@ -234,14 +234,14 @@ export class InterruptRegistry implements InterruptHooks {
   // ---- methods --------------------------------------------------------------------------------------------------
 
   async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
-    const record = await this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
+    const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "permission");
     await this.#replyPermission(record, reply, message, trace);
     this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
     await this.#resumeTask(principal, record);
   }
 
   async questionReply(principal: Principal, requestId: string, answers: string[][], trace?: TraceContext): Promise<void> {
-    const record = await this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
+    const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "question");
     const count = questionsOf(record.details).length;
     if (count > 0 && answers.length !== count) {
       throw invalidParams(`request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, "answers", {
@@ -254,7 +254,7 @@ export class InterruptRegistry implements InterruptHooks {
   }
 
   async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
-    const record = await this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
+    const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "question");
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
     this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
     await this.#resumeTask(principal, record);
@@ -286,20 +286,21 @@ export class InterruptRegistry implements InterruptHooks {
     return this.#trail.history(principal, taskId);
   }
 
-  list(principal: Principal, type: InterruptType): InterruptRecoveryItem[] {
-    this.#purge();
-    return this.#store
-      .listLive(principal.admin ? undefined : principal.id, type)
-      .filter((record) => !this.#abandoned(record))
-      .map(recoveryItem);
+  async list(principal: Principal, type: InterruptType): Promise<InterruptRecoveryItem[]> {
+    await this.#purge();
+    const items: InterruptRecoveryItem[] = [];
+    for (const record of await this.#store.listLive(principal.admin ? undefined : principal.id, type)) {
+      if (!(await this.#abandoned(record))) items.push(recoveryItem(record));
+    }
+    return items;
   }
 
   // ---- internals ------------------------------------------------------------------------------------------------
 
   /** Whose binding the caller addresses: its own, or (admin) the binding's owner whoever it is. */
-  #ownerFor(principal: Principal, requestId: string): string {
+  async #ownerFor(principal: Principal, requestId: string): Promise<string> {
     if (!principal.admin) return principal.id;
-    return this.#store.get(requestId)?.owner ?? principal.id;
+    return (await this.#store.get(requestId))?.owner ?? principal.id;
   }
 
   /**
@@ -308,13 +309,13 @@ export class InterruptRegistry implements InterruptHooks {
    */
   async #abandoned(record: InterruptRecord): Promise<boolean> {
     if ((await this.deps.storage.tasks.get(record.taskId))?.task.status.state !== "canceled") return false;
-    this.#store.remove(record.requestId);
+    await this.#store.remove(record.requestId);
     return true;
   }
 
   /** The live binding `owner` may answer, or the typed error. */
   async #binding(requestId: string, owner: string, expected?: InterruptType): Promise<InterruptRecord> {
-    const found = this.#store.lookup(requestId, owner);
+    const found = await this.#store.lookup(requestId, owner);
     if (found.status !== "not_found" && (await this.#abandoned(found.record))) {
       throw new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${requestId} belongs to a canceled task`, { request_id: requestId });
     }
@@ -351,8 +352,8 @@ export class InterruptRegistry implements InterruptHooks {
    * the project's typed errors; a request OpenCode no longer holds (404, or `false`) is gone here too.
    */
   async #upstream<T>(record: InterruptRecord, operation: string, invoke: (ctx: CallContext) => Promise<SdkResult<T>>, trace?: TraceContext): Promise<void> {
-    const gone = (extra: Record<string, unknown> = {}): A2AError => {
-      this.#store.remove(record.requestId);
+    const gone = async (extra: Record<string, unknown> = {}): Promise<A2AError> => {
+      await this.#store.remove(record.requestId);
       return new A2AError("INTERRUPT_REQUEST_NOT_FOUND", `Interrupt request ${record.requestId} is no longer pending upstream`, {
         request_id: record.requestId,
         ...extra,
@@ -367,11 +368,11 @@ export class InterruptRegistry implements InterruptHooks {
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       // 404: OpenCode no longer knows the request (answered elsewhere, or OpenCode restarted).
-      if (error.kind === "http" && error.status === 404) throw gone({ upstream_status: 404 });
+      if (error.kind === "http" && error.status === 404) throw await gone({ upstream_status: 404 });
       throw error.toA2AError();
     }
-    if (answered === false) throw gone();
-    this.#store.remove(record.requestId);
+    if (answered === false) throw await gone();
+    await this.#store.remove(record.requestId);
   }
 
   /** The task continues at once when this was the request it waited on (OpenCode confirms with `*.replied`). */

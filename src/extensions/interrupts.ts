@@ -79,11 +79,11 @@ export function handlers(deps: ExtensionDeps) {
     },
     "opencode.permissions.list": async (params, call) => {
       checkRouting(params);
-      return { items: registry.list(call.principal, "permission") };
+      return { items: await registry.list(call.principal, "permission") };
     },
     "opencode.questions.list": async (params, call) => {
       checkRouting(params);
-      return { items: registry.list(call.principal, "question") };
+      return { items: await registry.list(call.principal, "question") };
     },
     // The trail of every decision on the task's interrupts (a policy's, a principal's, an expiry): kept by the registry.
     "opencode.governance.history": async (params, call) => {

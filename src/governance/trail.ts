@@ -108,9 +108,10 @@ export class GovernanceTrail {
   }
 
   /** Records every request past its TTL that nobody answered (once each; the store ignores repeats). */
-  sweepExpired(records: InterruptRecord[] = this.deps.storage.interrupts.listExpired()): void {
+  async sweepExpired(records?: InterruptRecord[]): Promise<void> {
+    const expired = records ?? (await this.deps.storage.interrupts.listExpired());
     const now = this.#now();
-    for (const record of records) {
+    for (const record of expired) {
       if (record.expiresAt > now) continue;
       const expiredAt = new Date(record.expiresAt).toISOString();
       // Dated when it expired, however late the sweep noticed.
@@ -122,8 +123,8 @@ export class GovernanceTrail {
   async history(principal: Principal, taskId: string): Promise<GovernanceHistory> {
     const stored = await this.deps.storage.tasks.get(taskId);
     if (stored === undefined || (stored.owner !== principal.id && !principal.admin)) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
-    const bindings = this.deps.storage.interrupts.listForTask(taskId);
-    this.sweepExpired(bindings);
+    const bindings = await this.deps.storage.interrupts.listForTask(taskId);
+    await this.sweepExpired(bindings);
     const trail = this.deps.storage.governance.trail(taskId);
     const now = this.#now();
     return {
@@ -148,9 +149,9 @@ export class GovernanceTrail {
   }
 
   /** `metadata.opencode.governance` of the task: undefined while it has no decisions, pending requests or reviews. */
-  summary(taskId: string): GovernanceSummary | undefined {
-    const bindings = this.deps.storage.interrupts.listForTask(taskId);
-    this.sweepExpired(bindings);
+  async summary(taskId: string): Promise<GovernanceSummary | undefined> {
+    const bindings = await this.deps.storage.interrupts.listForTask(taskId);
+    await this.sweepExpired(bindings);
     const { count, lastSource } = this.deps.storage.governance.decisionSummary(taskId);
     const reviews = this.deps.storage.governance.reviewSummary(taskId);
     const now = this.#now();
@@ -165,19 +166,25 @@ export class GovernanceTrail {
     };
   }
 
-  /** The task with its summary at `metadata.opencode.governance` (the task itself when there is none). */
-  annotate(task: Task): Task {
+  /**
+   * What puts the task's summary at `metadata.opencode.governance` (the task itself when there is none): read now,
+   * applied synchronously to whichever snapshot of the task the caller holds when it is ready.
+   */
+  async annotation(taskId: string): Promise<(task: Task) => Task> {
     let summary: GovernanceSummary | undefined;
     try {
-      summary = this.summary(task.id);
+      summary = await this.summary(taskId);
     } catch (error) {
       // A read of the task never fails for its summary: it is left out and the store failure logged.
-      this.deps.log.error({ err: error instanceof Error ? error.message : String(error), taskId: task.id }, "could not read the governance summary");
-      return task;
+      this.deps.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "could not read the governance summary");
+      return (task) => task;
     }
-    if (summary === undefined) return task;
-    const metadata = task.metadata ?? {};
-    const opencode = isObject(metadata.opencode) ? metadata.opencode : {};
-    return { ...task, metadata: { ...metadata, opencode: { ...opencode, governance: summary } } };
+    if (summary === undefined) return (task) => task;
+    const governance = summary;
+    return (task) => {
+      const metadata = task.metadata ?? {};
+      const opencode = isObject(metadata.opencode) ? metadata.opencode : {};
+      return { ...task, metadata: { ...metadata, opencode: { ...opencode, governance } } };
+    };
   }
 }

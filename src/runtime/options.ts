@@ -132,8 +132,10 @@ export interface PendingInterrupt extends TurnRef {
 
 /** Where the interrupt registry (src/extensions/interrupt-registry.ts) plugs into the runtime. */
 export interface InterruptHooks {
-  asked(interrupt: PendingInterrupt): void;
-  resolved(event: { requestId: string; type: "permission" | "question"; taskId: string }): void;
+  /** Records the request's binding; never rejects (a failure is logged: the request is then answerable only in OpenCode). */
+  asked(interrupt: PendingInterrupt): Promise<void>;
+  /** Discards the request's binding; never rejects (a failure is logged). */
+  resolved(event: { requestId: string; type: "permission" | "question"; taskId: string }): Promise<void>;
   /** Answer the pending interrupt with a follow-up message (question: its text); throws a typed A2AError. */
   answer?(principal: Principal, interrupt: PendingInterrupt, message: Message): Promise<void>;
   /**
@@ -141,8 +143,11 @@ export interface InterruptHooks {
    * not turn `input-required` for it); `manual` puts it back on the manual flow if that answer cannot be delivered.
    */
   govern?(interrupt: PendingInterrupt, manual: () => void): boolean;
-  /** The task as a reader gets it (with the governance summary); the task itself when there is nothing to add. */
-  annotate?(task: Task): Task;
+  /**
+   * What makes the task as a reader gets it (with the governance summary; the task itself when there is nothing to
+   * add): read now, applied to the task's snapshot of the moment it resolves. Never rejects.
+   */
+  annotation?(taskId: string): Promise<(task: Task) => Task>;
 }
 
 /** How a task's turn runs when it is not a plain prompt of the default agent (a subtask's turn). */

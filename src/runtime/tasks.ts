@@ -89,7 +89,7 @@ export class TaskRuntime {
       await live.writes;
     }
     // As a read of the task gives it (the governance summary, when it has one).
-    return this.#annotated(live.task);
+    return (await this.#annotation(live.id))(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
@@ -249,7 +249,7 @@ export class TaskRuntime {
 
   /**
    * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
-   * live turn comes from `lookup` (the store's get by default).
+   * live turn comes from `lookup` (the store's get by default). Without the governance summary (see #readable).
    */
   async #visible(
     principal: Principal,
@@ -257,20 +257,31 @@ export class TaskRuntime {
     lookup: (id: string) => Promise<{ task: Task; owner: string } | undefined> = (id) => this.opts.store.get(id),
   ): Promise<{ task: Task; owner: string }> {
     const live = this.#live.get(taskId);
-    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: this.#annotated(live.task), owner: live.owner };
+    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
     const record = await lookup(taskId);
     if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
       throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     }
-    return { task: this.#annotated(record.task), owner: record.owner };
+    return { task: record.task, owner: record.owner };
   }
 
   /** What the interrupt hooks add to a task that is read (the governance summary, current at every read). */
-  readonly #annotated = (task: Task): Task => this.opts.interrupts?.annotate?.(task) ?? task;
+  readonly #annotation = (taskId: string): Promise<(task: Task) => Task> => this.opts.interrupts?.annotation?.(taskId) ?? Promise.resolve((task) => task);
+
+  /** #visible() with the governance summary; read first, so no wait comes between the task's snapshot and its use. */
+  async #readable(principal: Principal, taskId: string, lookup?: (id: string) => Promise<{ task: Task; owner: string } | undefined>): Promise<Task> {
+    const annotate = await this.#annotation(taskId);
+    return annotate((await this.#visible(principal, taskId, lookup)).task);
+  }
+
+  /** The task if the caller may see it (else TASK_NOT_FOUND), without the governance summary: a visibility check. */
+  async visible(principal: Principal, taskId: string): Promise<Task> {
+    return (await this.#visible(principal, taskId)).task;
+  }
 
   /** A live task's snapshot is never written to, and a stored task is a fresh copy: neither is copied. */
   async get(principal: Principal, taskId: string): Promise<Task> {
-    return (await this.#visible(principal, taskId)).task;
+    return this.#readable(principal, taskId);
   }
 
   /**
@@ -278,7 +289,7 @@ export class TaskRuntime {
    * store's view() and may be shared and frozen.
    */
   async read(principal: Principal, taskId: string): Promise<Task> {
-    return (await this.#visible(principal, taskId, (id) => this.opts.store.view(id))).task;
+    return this.#readable(principal, taskId, (id) => this.opts.store.view(id));
   }
 
   /** The trace context of a live task's turn (the request that started it), for its logs and push deliveries. */
@@ -296,7 +307,7 @@ export class TaskRuntime {
   async cancel(principal: Principal, taskId: string): Promise<Task> {
     const started = performance.now();
     this.opts.metrics.cancelRequests.inc();
-    const { task } = await this.#visible(principal, taskId);
+    const task = await this.#readable(principal, taskId);
     let outcome: AbortOutcome = "not_attempted";
     try {
       if (task.status.state === "canceled") return task;
@@ -326,7 +337,8 @@ export class TaskRuntime {
    * replays it once and closes; 1.0 answers UnsupportedOperation.
    */
   async subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): Promise<StreamHandle> {
-    const { task } = await this.#visible(principal, taskId);
+    const annotate = await this.#annotation(taskId);
+    const task = annotate((await this.#visible(principal, taskId)).task);
     const live = this.#live.get(taskId);
     if (live === undefined || isTerminal(live.state)) {
       if (line === "1.0" || !isTerminal(task.status.state)) {
@@ -340,7 +352,7 @@ export class TaskRuntime {
       replay.close();
       return streamHandle(queue, this.opts.metrics);
     }
-    return streamHandle(live.fanout.subscribe({ kind: "task", task: this.#annotated(live.task) }), this.opts.metrics);
+    return streamHandle(live.fanout.subscribe({ kind: "task", task: annotate(live.task) }), this.opts.metrics);
   }
 
   // ---- restart, lost turns, shutdown --------------------------------------------------------------------------

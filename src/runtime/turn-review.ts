@@ -18,7 +18,7 @@ export interface TurnReviewDeps {
   lifecycle: TaskLifecycle;
   artifacts: TurnArtifacts;
   /** Applies a status update of the turn to its task and streams. */
-  apply(live: LiveTask, out: StatusOutput): void;
+  apply(live: LiveTask, out: StatusOutput): Promise<void>;
   /** Sends a prompt into the turn's session. */
   prompt(sessionId: string, routing: Routing, body: PromptBody, signal: AbortSignal): Promise<unknown>;
 }
@@ -51,9 +51,9 @@ export class TurnReviews {
     if (isTerminal(live.state) || lifecycle.stopped) return false;
     const round = (turn.reviewRounds ?? 0) + 1;
     turn.reviewRounds = round;
-    const status = (metadata: Metadata, text: string): void => {
+    const status = (metadata: Metadata, text: string): Promise<void> => {
       const message: Message = { messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: live.id, contextId: live.contextId };
-      this.deps.apply(live, mapper.statusEvent({ governance: { review: { phase: "post_run", round, ...metadata } } }, message, "governance"));
+      return this.deps.apply(live, mapper.statusEvent({ governance: { review: { phase: "post_run", round, ...metadata } } }, message, "governance"));
     };
     const verdict = await review.review(subject, {
       round,
@@ -61,11 +61,16 @@ export class TurnReviews {
       ...(changesError === undefined ? {} : { changesError }),
       finalText: mapper.text,
       signal: live.abort.signal,
-      started: (governors) => status({ state: "running", governors }, `Governors reviewing the turn (round ${round}): ${governors.join(", ")}`),
+      // A status update without an interrupt is applied before apply() returns; only a failure comes later.
+      started: (governors) => {
+        status({ state: "running", governors }, `Governors reviewing the turn (round ${round}): ${governors.join(", ")}`).catch((error: unknown) =>
+          opts.log.error({ err: errorText(error), taskId: live.id }, "could not apply the review's status"),
+        );
+      },
     });
     if (verdict === undefined || isTerminal(live.state) || lifecycle.stopped) return false;
     const followUp = verdict.followUp !== undefined && mapper.reopen() ? verdict.followUp : undefined;
-    status(
+    await status(
       { state: "done", status: verdict.status, governors: verdict.governors, follow_up: followUp !== undefined },
       [`Governors (round ${round}): ${verdict.status}${followUp === undefined ? "" : "; their follow-up prompt runs next"}`, ...verdict.summary].join("\n"),
     );

@@ -258,7 +258,7 @@ export class TurnLoop {
         for (const out of mapper.push(item.event)) {
           if (out.kind === "terminal") terminal = true;
           else if (out.kind === "stalled") this.#stalled(live, turn);
-          else this.#apply(live, out);
+          else await this.#apply(live, out);
         }
         live.turnChanged();
         // A completed turn is reviewed first (post-run governors); a follow-up they send keeps the turn going.
@@ -289,7 +289,7 @@ export class TurnLoop {
         (c) => sdk.sessionMessages({ ...c, path: { sessionID: sessionId }, query: { ...c.query, limit: 20 } }),
         { ...routing, sessionId },
       );
-      this.#applyAll(live, mapper.resync(Array.isArray(messages) ? messages : []));
+      await this.#applyAll(live, mapper.resync(Array.isArray(messages) ? messages : []));
       if (!mapper.answerFinished) {
         // Not busy, yet the answer was never finished: OpenCode restarted or dropped the turn. Never a truncated
         // "completed": the task fails and keeps what arrived, marked partial.
@@ -297,7 +297,7 @@ export class TurnLoop {
         return true;
       }
       // The idle itself was missed: the session is not busy any more, so the turn is over.
-      this.#applyAll(live, mapper.push({ id: "resync", type: "session.idle", properties: { sessionID: sessionId } }));
+      await this.#applyAll(live, mapper.push({ id: "resync", type: "session.idle", properties: { sessionID: sessionId } }));
       return true;
     } catch (error) {
       log.warn({ err: errorText(error), taskId: live.id }, "resync after reconnect failed");
@@ -305,12 +305,16 @@ export class TurnLoop {
     }
   }
 
-  #applyAll(live: LiveTask, outputs: MapperOutput[]): void {
-    for (const out of outputs) if (out.kind === "artifact" || out.kind === "status") this.#apply(live, out);
+  async #applyAll(live: LiveTask, outputs: MapperOutput[]): Promise<void> {
+    for (const out of outputs) if (out.kind === "artifact" || out.kind === "status") await this.#apply(live, out);
   }
 
-  /** One artifact or status update of the turn: onto the task (the store at a state change), then to its streams. */
-  #apply(live: LiveTask, out: ArtifactOutput | StatusOutput): void {
+  /**
+   * One artifact or status update of the turn: onto the task (the store at a state change), then to its streams. An
+   * interrupt's binding is written (or discarded) before the update is published, so a client that sees the task
+   * turn `input-required` can answer at once; the turn's event loop awaits each update in order.
+   */
+  async #apply(live: LiveTask, out: ArtifactOutput | StatusOutput): Promise<void> {
     if (isTerminal(live.state)) return;
     const { opts, lifecycle } = this.deps;
     if (out.kind === "artifact") {
@@ -328,13 +332,15 @@ export class TurnLoop {
     const adjusted = live.governed.adjust(out);
     if (adjusted === undefined) return;
     const { event, interrupt } = adjusted;
-    const changed = event.status.state !== live.state;
     if (interrupt?.phase === "asked") {
-      opts.interrupts?.asked(live.interruptOf(interrupt));
+      await opts.interrupts?.asked(live.interruptOf(interrupt));
     } else if (interrupt?.phase === "resolved") {
       opts.metrics.interruptResolved.inc({ type: interrupt.type });
-      opts.interrupts?.resolved({ requestId: interrupt.requestId, type: interrupt.type, taskId: live.id });
+      await opts.interrupts?.resolved({ requestId: interrupt.requestId, type: interrupt.type, taskId: live.id });
     }
+    // Canceled (or failed) while the binding was written: the task keeps its end state.
+    if (isTerminal(live.state)) return;
+    const changed = event.status.state !== live.state;
     live.update({ status: event.status });
     if (changed && event.status.state !== "working") this.deps.admission.paused();
     if (changed) {
@@ -358,7 +364,7 @@ export class TurnLoop {
     if (govern === undefined || interrupt?.phase !== "asked" || !live.governed.mayGovern(interrupt.requestId)) return false;
     const taken = govern.call(this.deps.opts.interrupts, live.interruptOf(interrupt), () => {
       live.governed.giveBack(interrupt.requestId);
-      this.#apply(live, out);
+      this.#apply(live, out).catch((error: unknown) => this.deps.opts.log.error({ err: errorText(error), taskId: live.id }, "could not apply an interrupt given back by governance"));
     });
     if (taken) live.governed.hold(interrupt.requestId);
     return taken;

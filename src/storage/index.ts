@@ -11,7 +11,7 @@ import { sqliteDialect } from "./sql/sqlite-dialect.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { storeCall } from "./sql/rows.js";
 import type { StoreTx } from "./tx.js";
-import { SqliteInterruptStore, type InterruptStore } from "./interrupts.js";
+import { SqlInterruptStore, type InterruptStore } from "./interrupts.js";
 import { SqlPushConfigStore, type PushConfigStore } from "./push-configs.js";
 import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
@@ -100,7 +100,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
         storeCall("atomically", () =>
           sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now), pushOutbox: new SqlPushOutboxStore(trx, now) })),
         ),
-      interrupts: new SqliteInterruptStore(db, now),
+      interrupts: new SqlInterruptStore(sql, now),
       audit: new SqlAuditStore(sql),
       subtaskCalls: new SqlSubtaskCallStore(sql),
       governance: new SqliteGovernanceStore(db),

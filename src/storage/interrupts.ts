@@ -2,9 +2,13 @@
 // principal whose task raised it. A binding is answerable until `expiresAt` (A2A_INTERRUPT_REQUEST_TTL_SECONDS);
 // after that it is a tombstone until `tombstoneExpiresAt` (A2A_INTERRUPT_REQUEST_TOMBSTONE_TTL_SECONDS) so replies
 // keep getting "expired" instead of "not found"; then it is gone (purged lazily). Answered/resolved requests are
-// removed outright. SQLite and in-memory implementations with the same behaviour; the clock (epoch ms) is injectable.
-import type { StoreDatabase } from "./database.js";
+// removed outright. One Kysely implementation serves SQLite (and the memory backend's in-memory SQLite) and
+// PostgreSQL, which several gateways may share: every write decides in one statement on the current row, so two
+// instances never both create, or both remove, the same binding. The clock (epoch ms) is injectable.
+import type { Kysely, Selectable } from "kysely";
 import type { Clock } from "./sessions.js";
+import { int, storeCall } from "./sql/rows.js";
+import type { InterruptRequestsTable, SqlSchema } from "./sql/schema.js";
 import { isObject } from "../util/object.js";
 
 export type InterruptType = "permission" | "question";
@@ -46,23 +50,24 @@ export interface InterruptStore {
   /**
    * Record a newly asked request, answerable for `ttlSeconds`, then a tombstone for `tombstoneTtlSeconds`. A binding
    * with the same id that still exists (live or tombstone) is kept unchanged: duplicate asked events do not extend
-   * it. Returns whether a binding was created.
+   * it; one past its tombstone window is replaced. Returns whether a binding was created (of gateways adding the
+   * same id at once, exactly one).
    */
-  add(interrupt: NewInterrupt, ttlSeconds: number, tombstoneTtlSeconds: number): boolean;
-  /** The binding as `owner` may see it: another owner's binding is not_found. */
-  lookup(requestId: string, owner: string): InterruptLookup;
+  add(interrupt: NewInterrupt, ttlSeconds: number, tombstoneTtlSeconds: number): Promise<boolean>;
+  /** The binding as `owner` may see it: another owner's binding is not_found. One past its tombstone window is deleted. */
+  lookup(requestId: string, owner: string): Promise<InterruptLookup>;
   /** The binding regardless of owner and expiry (tombstones included), if stored. */
-  get(requestId: string): InterruptRecord | undefined;
-  /** Discard a binding (answered or resolved). Returns whether one was removed. */
-  remove(requestId: string): boolean;
+  get(requestId: string): Promise<InterruptRecord | undefined>;
+  /** Discard a binding (answered or resolved). Returns whether one was removed (of gateways removing it at once, exactly one). */
+  remove(requestId: string): Promise<boolean>;
   /** `owner`'s live (unexpired) bindings (every owner's when undefined), optionally of one type, oldest first. */
-  listLive(owner: string | undefined, type?: InterruptType): InterruptRecord[];
+  listLive(owner: string | undefined, type?: InterruptType): Promise<InterruptRecord[]>;
   /** Every stored binding of the task (live and tombstones), oldest first: its pending requests, its expiries. */
-  listForTask(taskId: string): InterruptRecord[];
+  listForTask(taskId: string): Promise<InterruptRecord[]>;
   /** Every binding past its TTL that is still stored (a tombstone), oldest first: what the governance trail records as expired. */
-  listExpired(): InterruptRecord[];
+  listExpired(): Promise<InterruptRecord[]>;
   /** Delete bindings past their tombstone window. Returns how many. */
-  purgeExpired(): number;
+  purgeExpired(): Promise<number>;
 }
 
 function classify(record: InterruptRecord | undefined, owner: string, now: number): InterruptLookup {
@@ -75,94 +80,7 @@ function expiry(now: number, ttlSeconds: number, tombstoneTtlSeconds: number): {
   return { expiresAt, tombstoneExpiresAt: expiresAt + Math.max(0, tombstoneTtlSeconds) * 1000 };
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-
-export class MemoryInterruptStore implements InterruptStore {
-  private readonly byId = new Map<string, InterruptRecord>();
-
-  constructor(private readonly now: Clock = Date.now) {}
-
-  add(interrupt: NewInterrupt, ttlSeconds: number, tombstoneTtlSeconds: number): boolean {
-    const now = this.now();
-    const existing = this.byId.get(interrupt.requestId);
-    if (existing !== undefined && existing.tombstoneExpiresAt > now) return false;
-    this.byId.set(interrupt.requestId, structuredClone({ ...interrupt, createdAt: now, ...expiry(now, ttlSeconds, tombstoneTtlSeconds) }));
-    return true;
-  }
-
-  lookup(requestId: string, owner: string): InterruptLookup {
-    const now = this.now();
-    const record = this.byId.get(requestId);
-    if (record !== undefined && record.tombstoneExpiresAt <= now) this.byId.delete(requestId);
-    const found = classify(record, owner, now);
-    return found.status === "not_found" ? found : { ...found, record: structuredClone(found.record) };
-  }
-
-  get(requestId: string): InterruptRecord | undefined {
-    const record = this.byId.get(requestId);
-    return record === undefined ? undefined : structuredClone(record);
-  }
-
-  remove(requestId: string): boolean {
-    return this.byId.delete(requestId);
-  }
-
-  listLive(owner: string | undefined, type?: InterruptType): InterruptRecord[] {
-    const now = this.now();
-    return [...this.byId.values()]
-      .filter((r) => (owner === undefined || r.owner === owner) && r.expiresAt > now && (type === undefined || r.type === type))
-      .sort((a, b) => a.createdAt - b.createdAt || (a.requestId < b.requestId ? -1 : 1))
-      .map((r) => structuredClone(r));
-  }
-
-  listForTask(taskId: string): InterruptRecord[] {
-    return this.#sorted((r) => r.taskId === taskId);
-  }
-
-  listExpired(): InterruptRecord[] {
-    const now = this.now();
-    return this.#sorted((r) => r.expiresAt <= now);
-  }
-
-  #sorted(keep: (r: InterruptRecord) => boolean): InterruptRecord[] {
-    return [...this.byId.values()]
-      .filter(keep)
-      .sort((a, b) => a.createdAt - b.createdAt || (a.requestId < b.requestId ? -1 : 1))
-      .map((r) => structuredClone(r));
-  }
-
-  purgeExpired(): number {
-    const now = this.now();
-    let n = 0;
-    for (const [id, r] of this.byId) {
-      if (r.tombstoneExpiresAt <= now) {
-        this.byId.delete(id);
-        n++;
-      }
-    }
-    return n;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-
-interface Row {
-  request_id: string;
-  session_id: string;
-  interrupt_type: string;
-  owner: string;
-  credential_id: string | null;
-  task_id: string;
-  context_id: string;
-  details_json: string;
-  routing_json: string;
-  created_at: number;
-  expires_at: number;
-  tombstone_expires_at: number;
-}
-
-const COLUMNS =
-  "request_id, session_id, interrupt_type, owner, credential_id, task_id, context_id, details_json, routing_json, created_at, expires_at, tombstone_expires_at";
+type Row = Selectable<InterruptRequestsTable>;
 
 function parseObject(json: string): Record<string, unknown> {
   try {
@@ -188,107 +106,129 @@ function fromRow(row: Row): InterruptRecord {
       ...(typeof routing.directory === "string" ? { directory: routing.directory } : {}),
       ...(typeof routing.workspace === "string" ? { workspace: routing.workspace } : {}),
     },
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    tombstoneExpiresAt: row.tombstone_expires_at,
+    createdAt: int(row.created_at),
+    expiresAt: int(row.expires_at),
+    tombstoneExpiresAt: int(row.tombstone_expires_at),
   };
 }
 
-export class SqliteInterruptStore implements InterruptStore {
+/** The interrupt store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
+export class SqlInterruptStore implements InterruptStore {
   constructor(
-    private readonly store: StoreDatabase,
+    private readonly db: Kysely<SqlSchema>,
     private readonly now: Clock = Date.now,
   ) {}
 
-  add(interrupt: NewInterrupt, ttlSeconds: number, tombstoneTtlSeconds: number): boolean {
-    return this.store.transaction("interrupts.add", () => {
+  #rows() {
+    return this.db.selectFrom("a2a_interrupt_requests").selectAll();
+  }
+
+  add(interrupt: NewInterrupt, ttlSeconds: number, tombstoneTtlSeconds: number): Promise<boolean> {
+    return storeCall("interrupts.add", async () => {
       const now = this.now();
-      // A binding past its tombstone window is gone: a request id seen again starts afresh.
-      this.store.statement("DELETE FROM a2a_interrupt_requests WHERE request_id = ? AND tombstone_expires_at <= ?").run(interrupt.requestId, now);
       const { expiresAt, tombstoneExpiresAt } = expiry(now, ttlSeconds, tombstoneTtlSeconds);
       const routing: InterruptRouting = {
         ...(interrupt.routing.directory === undefined ? {} : { directory: interrupt.routing.directory }),
         ...(interrupt.routing.workspace === undefined ? {} : { workspace: interrupt.routing.workspace }),
       };
-      const result = this.store
-        .statement(
-          `INSERT INTO a2a_interrupt_requests (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (request_id) DO NOTHING`,
+      // One statement: a new id is inserted; a stored one is overwritten only when past its tombstone window (a
+      // request id seen again then starts afresh), so a live binding or a tombstone is kept and nothing is counted.
+      // PostgreSQL locks the conflicting row, so of two gateways adding the same id one inserts and the other sees it.
+      const result = await this.db
+        .insertInto("a2a_interrupt_requests")
+        .values({
+          request_id: interrupt.requestId,
+          session_id: interrupt.sessionId,
+          interrupt_type: interrupt.type,
+          owner: interrupt.owner,
+          credential_id: interrupt.credentialId ?? null,
+          task_id: interrupt.taskId,
+          context_id: interrupt.contextId,
+          details_json: JSON.stringify(interrupt.details),
+          routing_json: JSON.stringify(routing),
+          created_at: BigInt(now),
+          expires_at: BigInt(expiresAt),
+          tombstone_expires_at: BigInt(tombstoneExpiresAt),
+        })
+        .onConflict((oc) =>
+          oc
+            .column("request_id")
+            .doUpdateSet((eb) => ({
+              session_id: eb.ref("excluded.session_id"),
+              interrupt_type: eb.ref("excluded.interrupt_type"),
+              owner: eb.ref("excluded.owner"),
+              credential_id: eb.ref("excluded.credential_id"),
+              task_id: eb.ref("excluded.task_id"),
+              context_id: eb.ref("excluded.context_id"),
+              details_json: eb.ref("excluded.details_json"),
+              routing_json: eb.ref("excluded.routing_json"),
+              created_at: eb.ref("excluded.created_at"),
+              expires_at: eb.ref("excluded.expires_at"),
+              tombstone_expires_at: eb.ref("excluded.tombstone_expires_at"),
+            }))
+            .where("a2a_interrupt_requests.tombstone_expires_at", "<=", BigInt(now)),
         )
-        .run(
-          interrupt.requestId,
-          interrupt.sessionId,
-          interrupt.type,
-          interrupt.owner,
-          interrupt.credentialId ?? null,
-          interrupt.taskId,
-          interrupt.contextId,
-          JSON.stringify(interrupt.details),
-          JSON.stringify(routing),
-          now,
-          expiresAt,
-          tombstoneExpiresAt,
-        );
-      return result.changes > 0;
+        .executeTakeFirst();
+      return result.numInsertedOrUpdatedRows === 1n;
     });
   }
 
-  private row(requestId: string): InterruptRecord | undefined {
-    const row = this.store.statement(`SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE request_id = ?`).get(requestId) as Row | undefined;
-    return row === undefined ? undefined : fromRow(row);
-  }
-
-  lookup(requestId: string, owner: string): InterruptLookup {
-    return this.store.guard("interrupts.lookup", () => {
+  lookup(requestId: string, owner: string): Promise<InterruptLookup> {
+    return storeCall("interrupts.lookup", async () => {
       const now = this.now();
-      const record = this.row(requestId);
+      const row = await this.#rows().where("request_id", "=", requestId).executeTakeFirst();
+      const record = row === undefined ? undefined : fromRow(row);
       if (record !== undefined && record.tombstoneExpiresAt <= now) {
-        this.store.statement("DELETE FROM a2a_interrupt_requests WHERE request_id = ? AND tombstone_expires_at <= ?").run(requestId, now);
+        // Conditional: a binding another gateway added afresh meanwhile is not touched.
+        await this.db.deleteFrom("a2a_interrupt_requests").where("request_id", "=", requestId).where("tombstone_expires_at", "<=", BigInt(now)).execute();
       }
       return classify(record, owner, now);
     });
   }
 
-  get(requestId: string): InterruptRecord | undefined {
-    return this.store.guard("interrupts.get", () => this.row(requestId));
+  get(requestId: string): Promise<InterruptRecord | undefined> {
+    return storeCall("interrupts.get", async () => {
+      const row = await this.#rows().where("request_id", "=", requestId).executeTakeFirst();
+      return row === undefined ? undefined : fromRow(row);
+    });
   }
 
-  remove(requestId: string): boolean {
-    return this.store.guard(
-      "interrupts.remove",
-      () => this.store.statement("DELETE FROM a2a_interrupt_requests WHERE request_id = ?").run(requestId).changes > 0,
-    );
+  remove(requestId: string): Promise<boolean> {
+    return storeCall("interrupts.remove", async () => {
+      const result = await this.db.deleteFrom("a2a_interrupt_requests").where("request_id", "=", requestId).executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    });
   }
 
-  listLive(owner: string | undefined, type?: InterruptType): InterruptRecord[] {
-    return this.store.guard("interrupts.listLive", () => {
-      const now = this.now();
-      // `? IS NULL OR col = ?` keeps one statement per shape; the owner index still serves the per-owner case.
-      const rows = this.store
-        .statement(
-          `SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE (? IS NULL OR owner = ?) AND (? IS NULL OR interrupt_type = ?) AND expires_at > ? ORDER BY created_at, request_id`,
-        )
-        .all(owner ?? null, owner ?? null, type ?? null, type ?? null, now) as Row[];
+  listLive(owner: string | undefined, type?: InterruptType): Promise<InterruptRecord[]> {
+    return storeCall("interrupts.listLive", async () => {
+      const rows = await this.#rows()
+        .$if(owner !== undefined, (q) => q.where("owner", "=", owner!))
+        .$if(type !== undefined, (q) => q.where("interrupt_type", "=", type!))
+        .where("expires_at", ">", BigInt(this.now()))
+        .orderBy("created_at")
+        .orderBy("request_id")
+        .execute();
       return rows.map(fromRow);
     });
   }
 
-  listForTask(taskId: string): InterruptRecord[] {
-    return this.store.guard("interrupts.listForTask", () =>
-      (this.store.statement(`SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE task_id = ? ORDER BY created_at, request_id`).all(taskId) as Row[]).map(fromRow),
+  listForTask(taskId: string): Promise<InterruptRecord[]> {
+    return storeCall("interrupts.listForTask", async () =>
+      (await this.#rows().where("task_id", "=", taskId).orderBy("created_at").orderBy("request_id").execute()).map(fromRow),
     );
   }
 
-  listExpired(): InterruptRecord[] {
-    return this.store.guard("interrupts.listExpired", () =>
-      (this.store.statement(`SELECT ${COLUMNS} FROM a2a_interrupt_requests WHERE expires_at <= ? ORDER BY created_at, request_id`).all(this.now()) as Row[]).map(fromRow),
+  listExpired(): Promise<InterruptRecord[]> {
+    return storeCall("interrupts.listExpired", async () =>
+      (await this.#rows().where("expires_at", "<=", BigInt(this.now())).orderBy("created_at").orderBy("request_id").execute()).map(fromRow),
     );
   }
 
-  purgeExpired(): number {
-    return this.store.guard(
-      "interrupts.purgeExpired",
-      () => this.store.statement("DELETE FROM a2a_interrupt_requests WHERE tombstone_expires_at <= ?").run(this.now()).changes,
-    );
+  purgeExpired(): Promise<number> {
+    return storeCall("interrupts.purgeExpired", async () => {
+      const result = await this.db.deleteFrom("a2a_interrupt_requests").where("tombstone_expires_at", "<=", BigInt(this.now())).executeTakeFirst();
+      return int(result.numDeletedRows);
+    });
   }
 }

@@ -535,9 +535,9 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
   let fx: Fixture;
   beforeAll(async () => {
     await down.storage.sessions.setOwner(OWNED_ON_DOWN, ADMIN_ID);
-    const add = (type: "permission" | "question", details: Obj) => {
+    const add = async (type: "permission" | "question", details: Obj) => {
       const requestId = `${type === "permission" ? "per" : "que"}_matrixdown${randomUUID().slice(0, 8)}`;
-      down.storage.interrupts.add(
+      await down.storage.interrupts.add(
         { requestId, type, owner: ADMIN_ID, sessionId: OWNED_ON_DOWN, taskId: randomUUID(), contextId: randomUUID(), details, routing: {} },
         3600,
         600,
@@ -548,7 +548,7 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
       session: OWNED_ON_DOWN,
       message: "msg_matrixdown0001",
       // details as the runtime publishes them (valid samples of the contract's details schemas)
-      requests: { permission: add("permission", sample("extensions/PermissionInterruptDetails")), question: add("question", sample("extensions/QuestionInterruptDetails")) },
+      requests: { permission: await add("permission", sample("extensions/PermissionInterruptDetails")), question: await add("question", sample("extensions/QuestionInterruptDetails")) },
       task: randomUUID(),
       trail: randomUUID(),
     };
@@ -595,7 +595,7 @@ describe("3. OpenCode down (closed 127.0.0.1 port) → a typed upstream error, n
       }
     }
     // the seeded bindings survive an unreachable OpenCode (the answer can be retried)
-    if (requestScoped(m)) expect(down.storage.interrupts.lookup(fx.requests![interruptTypeOf(m)]!, ADMIN_ID).status).toBe("live");
+    if (requestScoped(m)) expect((await down.storage.interrupts.lookup(fx.requests![interruptTypeOf(m)]!, ADMIN_ID)).status).toBe("live");
     mark(m, "upstream-down");
   });
 

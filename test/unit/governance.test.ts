@@ -71,15 +71,15 @@ describe.each(backends)("%s governance store", (_name, open) => {
     let now = 1_000_000;
     const s = await open(() => now);
     const binding = (requestId: string, taskId: string) => ({ requestId, type: "permission" as const, owner: "alice", sessionId: "s", taskId, contextId: "c", details: {}, routing: {} });
-    s.interrupts.add(binding("a", "t1"), 10, 600);
+    await s.interrupts.add(binding("a", "t1"), 10, 600);
     now += 5_000;
-    s.interrupts.add(binding("b", "t1"), 10, 600);
-    s.interrupts.add(binding("c", "t2"), 10, 600);
-    expect(s.interrupts.listForTask("t1").map((r) => r.requestId)).toEqual(["a", "b"]);
-    expect(s.interrupts.listExpired()).toEqual([]);
+    await s.interrupts.add(binding("b", "t1"), 10, 600);
+    await s.interrupts.add(binding("c", "t2"), 10, 600);
+    expect((await s.interrupts.listForTask("t1")).map((r) => r.requestId)).toEqual(["a", "b"]);
+    expect(await s.interrupts.listExpired()).toEqual([]);
     now += 6_000; // a is past its TTL, b and c are not
-    expect(s.interrupts.listExpired().map((r) => r.requestId)).toEqual(["a"]);
-    expect(s.interrupts.listForTask("t1").map((r) => r.requestId)).toEqual(["a", "b"]);
+    expect((await s.interrupts.listExpired()).map((r) => r.requestId)).toEqual(["a"]);
+    expect((await s.interrupts.listForTask("t1")).map((r) => r.requestId)).toEqual(["a", "b"]);
     s.close();
   });
 });

@@ -164,4 +164,29 @@ CREATE TABLE IF NOT EXISTS a2a_pending_session_claims (
 CREATE INDEX IF NOT EXISTS a2a_pending_session_claims_expires ON a2a_pending_session_claims (expires_at);
 `,
   },
+  {
+    version: 5,
+    description: "interrupt request registry (bindings and tombstones)",
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_interrupt_requests (
+  request_id           TEXT COLLATE "C" PRIMARY KEY,
+  session_id           TEXT NOT NULL,
+  interrupt_type       TEXT NOT NULL CHECK (interrupt_type IN ('permission', 'question')),
+  owner                TEXT NOT NULL,
+  credential_id        TEXT,
+  task_id              TEXT NOT NULL,
+  context_id           TEXT NOT NULL,
+  details_json         TEXT NOT NULL,
+  routing_json         TEXT NOT NULL DEFAULT '{}',
+  created_at           BIGINT NOT NULL,
+  expires_at           BIGINT NOT NULL,
+  tombstone_expires_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_expires ON a2a_interrupt_requests (owner, expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_type_expires ON a2a_interrupt_requests (owner, interrupt_type, expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_tombstone ON a2a_interrupt_requests (tombstone_expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_task ON a2a_interrupt_requests (task_id);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
+`,
+  },
 ];

@@ -141,6 +141,22 @@ export interface PendingSessionClaimsTable {
   expires_at: Int64;
 }
 
+/** The interrupt registry (src/storage/interrupts.ts); times are epoch ms. */
+export interface InterruptRequestsTable {
+  request_id: string;
+  session_id: string;
+  interrupt_type: string;
+  owner: string;
+  credential_id: string | null;
+  task_id: string;
+  context_id: string;
+  details_json: string;
+  routing_json: string;
+  created_at: Int64;
+  expires_at: Int64;
+  tombstone_expires_at: Int64;
+}
+
 export interface SqlSchema {
   a2a_tasks: TasksTable;
   a2a_store_meta: StoreMetaTable;
@@ -152,4 +168,5 @@ export interface SqlSchema {
   a2a_session_bindings: SessionBindingsTable;
   a2a_session_owners: SessionOwnersTable;
   a2a_pending_session_claims: PendingSessionClaimsTable;
+  a2a_interrupt_requests: InterruptRequestsTable;
 }
