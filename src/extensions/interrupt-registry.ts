@@ -6,7 +6,7 @@
 //
 // Governance (src/governance): before a permission request reaches the task, the policy rules may answer it
 // (`InterruptHooks.govern`, the same upstream reply as a2a.interrupt.permission.reply); every answer through any path,
-// and every expiry, lands in the task's trail; reads of a task carry the trail's summary (`InterruptHooks.annotate`).
+// and every expiry, lands in the task's trail; reads of a task carry the trail's summary (`InterruptHooks.annotation`).
 import type { Logger } from "pino";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import {
@@ -133,9 +133,14 @@ export class InterruptRegistry implements InterruptHooks {
     return this.deps.governance.trail;
   }
 
-  /** Expired requests are recorded in their trails before their bindings can be purged. */
+  /**
+   * Expired requests are recorded in their trails before their bindings can be purged: they are read here, before the
+   * purge, and their decisions written in the background (a failure is logged).
+   */
   #purge(): void {
-    this.#trail.sweepExpired();
+    this.#trail.sweepExpired(this.#store.listExpired()).catch((error: unknown) => {
+      this.deps.log.error({ err: error instanceof Error ? error.message : String(error) }, "governance expiry sweep failed");
+    });
     this.#store.purgeExpired();
   }
 
@@ -179,11 +184,11 @@ export class InterruptRegistry implements InterruptHooks {
     if (record.type === "question") {
       const answers = answersFromMessage(record.details, message);
       await this.#replyQuestion(record, answers);
-      this.#trail.answered(record, principal, "answer", "message", { answers });
+      await this.#trail.answered(record, principal, "answer", "message", { answers });
     } else {
       const decision = permissionFromText(record.details, message);
       await this.#replyPermission(record, decision);
-      this.#trail.answered(record, principal, decision, "message");
+      await this.#trail.answered(record, principal, decision, "message");
     }
   }
 
@@ -202,8 +207,8 @@ export class InterruptRegistry implements InterruptHooks {
     return true;
   }
 
-  annotate(task: Task): Task {
-    return this.#trail.annotate(task);
+  annotation(taskId: string): Promise<(task: Task) => Task> {
+    return this.#trail.annotation(taskId);
   }
 
   /**
@@ -228,7 +233,7 @@ export class InterruptRegistry implements InterruptHooks {
       return;
     }
     const summary = rule.description ?? `${rule.decision === "approve" ? `approved (${reply})` : "rejected"} by rule ${rule.id}`;
-    this.#trail.record(interrupt, `policy:${rule.id}`, reply, "policy", summary, { rule: rule.id, decision: rule.decision });
+    await this.#trail.record(interrupt, `policy:${rule.id}`, reply, "policy", summary, { rule: rule.id, decision: rule.decision });
   }
 
   // ---- methods --------------------------------------------------------------------------------------------------
@@ -236,7 +241,7 @@ export class InterruptRegistry implements InterruptHooks {
   async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "permission");
     await this.#replyPermission(record, reply, message, trace);
-    this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
+    await this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
     this.#resumeTask(principal, record);
   }
 
@@ -249,14 +254,14 @@ export class InterruptRegistry implements InterruptHooks {
       });
     }
     await this.#replyQuestion(record, answers, trace);
-    this.#trail.answered(record, principal, "answer", "a2a.interrupt.question.reply", { answers });
+    await this.#trail.answered(record, principal, "answer", "a2a.interrupt.question.reply", { answers });
     this.#resumeTask(principal, record);
   }
 
   async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
     const record = this.#binding(requestId, this.#ownerFor(principal, requestId), "question");
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
-    this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
+    await this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
     this.#resumeTask(principal, record);
   }
 
@@ -277,12 +282,12 @@ export class InterruptRegistry implements InterruptHooks {
     }
     const record = this.#binding(pending.requestId, pending.owner, "permission");
     await this.#replyPermission(record, decision, undefined, trace);
-    this.#trail.answered(record, principal, decision, "tasks/provideInputAndContinue");
+    await this.#trail.answered(record, principal, decision, "tasks/provideInputAndContinue");
     this.#resumeTask(principal, record);
   }
 
   /** opencode.governance.history and its REST paths: the task's trail, for a caller that may see the task. */
-  history(principal: Principal, taskId: string): GovernanceHistory {
+  history(principal: Principal, taskId: string): Promise<GovernanceHistory> {
     return this.#trail.history(principal, taskId);
   }
 

@@ -65,9 +65,9 @@ export class GovernanceTrail {
 
   /**
    * Records a decision. A failing store never fails the answer that was already given to OpenCode: it is logged (the
-   * request stays answered upstream).
+   * request stays answered upstream), so the promise never rejects.
    */
-  record(
+  async record(
     request: DecidedRequest,
     source: string,
     optionId: string,
@@ -75,7 +75,7 @@ export class GovernanceTrail {
     summary: string,
     extra: Record<string, unknown> = {},
     at: number = this.#now(),
-  ): void {
+  ): Promise<void> {
     const toolCallId = toolCallOf(request.details);
     const decision: TrailDecision = {
       ...(toolCallId === undefined ? {} : { toolCallId }),
@@ -87,44 +87,44 @@ export class GovernanceTrail {
       metadata: { ...requestFacts(request), via, summary: [summary], ...extra },
     };
     try {
-      this.deps.storage.governance.addDecision(request.taskId, request.owner, decision);
+      await this.deps.storage.governance.addDecision(request.taskId, request.owner, decision);
     } catch (error) {
       this.deps.log.error({ err: error instanceof Error ? error.message : String(error), requestId: request.requestId, taskId: request.taskId }, "could not record a governance decision");
     }
   }
 
   /** A principal answered the request (any path). */
-  answered(request: DecidedRequest, principal: Principal, optionId: string, via: DecisionPath, extra: Record<string, unknown> = {}): void {
-    this.record(request, `principal:${principal.id}`, optionId, via, `${principal.id} answered ${optionId} (${via})`, extra);
+  answered(request: DecidedRequest, principal: Principal, optionId: string, via: DecisionPath, extra: Record<string, unknown> = {}): Promise<void> {
+    return this.record(request, `principal:${principal.id}`, optionId, via, `${principal.id} answered ${optionId} (${via})`, extra);
   }
 
   /** Governor feedback on the task (post-run reviews); like a decision, a failing store is logged, never thrown. */
-  feedback(taskId: string, owner: string, entry: TrailFeedback): void {
+  async feedback(taskId: string, owner: string, entry: TrailFeedback): Promise<void> {
     try {
-      this.deps.storage.governance.addFeedback(taskId, owner, entry);
+      await this.deps.storage.governance.addFeedback(taskId, owner, entry);
     } catch (error) {
       this.deps.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "could not record governor feedback");
     }
   }
 
   /** Records every request past its TTL that nobody answered (once each; the store ignores repeats). */
-  sweepExpired(records: InterruptRecord[] = this.deps.storage.interrupts.listExpired()): void {
+  async sweepExpired(records: InterruptRecord[] = this.deps.storage.interrupts.listExpired()): Promise<void> {
     const now = this.#now();
     for (const record of records) {
       if (record.expiresAt > now) continue;
       const expiredAt = new Date(record.expiresAt).toISOString();
       // Dated when it expired, however late the sweep noticed.
-      this.record(record, "expired", "expired", "ttl", `nobody answered before ${expiredAt}`, {}, record.expiresAt);
+      await this.record(record, "expired", "expired", "ttl", `nobody answered before ${expiredAt}`, {}, record.expiresAt);
     }
   }
 
   /** The task's trail, for a caller that may see the task (else TASK_NOT_FOUND). */
-  history(principal: Principal, taskId: string): GovernanceHistory {
+  async history(principal: Principal, taskId: string): Promise<GovernanceHistory> {
     const stored = this.deps.storage.tasks.get(taskId);
     if (stored === undefined || (stored.owner !== principal.id && !principal.admin)) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     const bindings = this.deps.storage.interrupts.listForTask(taskId);
-    this.sweepExpired(bindings);
-    const trail = this.deps.storage.governance.trail(taskId);
+    await this.sweepExpired(bindings);
+    const trail = await this.deps.storage.governance.trail(taskId);
     const now = this.#now();
     return {
       permissionDecisions: trail.decisions,
@@ -148,11 +148,11 @@ export class GovernanceTrail {
   }
 
   /** `metadata.opencode.governance` of the task: undefined while it has no decisions, pending requests or reviews. */
-  summary(taskId: string): GovernanceSummary | undefined {
+  async summary(taskId: string): Promise<GovernanceSummary | undefined> {
     const bindings = this.deps.storage.interrupts.listForTask(taskId);
-    this.sweepExpired(bindings);
-    const { count, lastSource } = this.deps.storage.governance.decisionSummary(taskId);
-    const reviews = this.deps.storage.governance.reviewSummary(taskId);
+    await this.sweepExpired(bindings);
+    const { count, lastSource } = await this.deps.storage.governance.decisionSummary(taskId);
+    const reviews = await this.deps.storage.governance.reviewSummary(taskId);
     const now = this.#now();
     const pending = bindings.filter((b) => b.expiresAt > now).length;
     if (count === 0 && pending === 0 && reviews.count === 0) return undefined;
@@ -165,19 +165,26 @@ export class GovernanceTrail {
     };
   }
 
-  /** The task with its summary at `metadata.opencode.governance` (the task itself when there is none). */
-  annotate(task: Task): Task {
+  /**
+   * What a read of the task adds: its summary, read now, as a function that puts it at `metadata.opencode.governance`
+   * of the task as the reader gets it (the task itself when there is none). The summary is read first so that the
+   * caller applies it without awaiting in between (a stream subscribes with the task as it is at that moment).
+   */
+  async annotation(taskId: string): Promise<(task: Task) => Task> {
     let summary: GovernanceSummary | undefined;
     try {
-      summary = this.summary(task.id);
+      summary = await this.summary(taskId);
     } catch (error) {
       // A read of the task never fails for its summary: it is left out and the store failure logged.
-      this.deps.log.error({ err: error instanceof Error ? error.message : String(error), taskId: task.id }, "could not read the governance summary");
-      return task;
+      this.deps.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "could not read the governance summary");
+      return (task) => task;
     }
-    if (summary === undefined) return task;
-    const metadata = task.metadata ?? {};
-    const opencode = isObject(metadata.opencode) ? metadata.opencode : {};
-    return { ...task, metadata: { ...metadata, opencode: { ...opencode, governance: summary } } };
+    if (summary === undefined) return (task) => task;
+    const governance = summary;
+    return (task) => {
+      const metadata = task.metadata ?? {};
+      const opencode = isObject(metadata.opencode) ? metadata.opencode : {};
+      return { ...task, metadata: { ...metadata, opencode: { ...opencode, governance } } };
+    };
   }
 }

@@ -79,7 +79,7 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
     get: async (params, call) => {
       const codec = codecOf(call);
       const query = codec.decodeTaskQuery(input(params, call));
-      const task = filterTask(runtime.read(call.principal, query.id), resultAccess(call.principal));
+      const task = filterTask(await runtime.read(call.principal, query.id), resultAccess(call.principal));
       return codec.task(task, query.historyLength === undefined ? {} : { historyLength: query.historyLength });
     },
     list: async (params, call) => {
@@ -109,7 +109,7 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
     subscribe: async (params, call) => {
       const codec = codecOf(call);
       const { id } = codec.decodeTaskId(call.transport === "rest" ? { ...input(params, call), ...((params.body as object) ?? {}) } : params);
-      return toEventStream(codec, runtime.subscribe(call.principal, id, call.line), resultAccess(call.principal));
+      return toEventStream(codec, await runtime.subscribe(call.principal, id, call.line), resultAccess(call.principal));
     },
   } satisfies TasksHandlers<Call>;
 }

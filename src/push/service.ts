@@ -50,7 +50,7 @@ export interface PushOptions extends OutboxWorkerOptions {
   configs: PushConfigStore;
   /** Storage.atomically: a task save and the notifications it queues, all or nothing. */
   atomically<T>(fn: () => T): T;
-  /** The task as `principal` may see it (TASK_NOT_FOUND otherwise): the runtime's read(). */
+  /** The task as `principal` may see it (TASK_NOT_FOUND otherwise): the runtime's visible(). */
   visibleTask(principal: Principal, taskId: string): Task;
   maxConfigsPerTask: number;
   /** The trace context of a live task (the request that started it): its notifications are delivered in that trace. */

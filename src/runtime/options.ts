@@ -136,8 +136,11 @@ export interface InterruptHooks {
    * not turn `input-required` for it); `manual` puts it back on the manual flow if that answer cannot be delivered.
    */
   govern?(interrupt: PendingInterrupt, manual: () => void): boolean;
-  /** The task as a reader gets it (with the governance summary); the task itself when there is nothing to add. */
-  annotate?(task: Task): Task;
+  /**
+   * What a read of the task adds (the governance summary, read now): applied to the task as the reader gets it, with
+   * no await in between; the identity when there is nothing to add.
+   */
+  annotation?(taskId: string): Promise<(task: Task) => Task>;
 }
 
 /** How a task's turn runs when it is not a plain prompt of the default agent (a subtask's turn). */

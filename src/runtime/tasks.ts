@@ -84,7 +84,7 @@ export class TaskRuntime {
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
     if (params.configuration?.blocking !== false) await live.settled();
     // As a read of the task gives it (the governance summary, when it has one).
-    return this.#annotated(live.task);
+    return (await this.#annotation(live.id))(live.task);
   }
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
@@ -234,14 +234,14 @@ export class TaskRuntime {
     this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
     if (live !== undefined) await live.settled();
-    return this.get(principal, taskId);
+    return await this.get(principal, taskId);
   }
 
   // ---- get / list -----------------------------------------------------------------------------------------
 
   /**
    * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
-   * live turn comes from `lookup` (the store's get by default).
+   * live turn comes from `lookup` (the store's get by default). Without the governance summary (#annotation).
    */
   #visible(
     principal: Principal,
@@ -249,29 +249,41 @@ export class TaskRuntime {
     lookup: (id: string) => { task: Task; owner: string } | undefined = (id) => this.opts.store.get(id),
   ): { task: Task; owner: string } {
     const live = this.#live.get(taskId);
-    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: this.#annotated(live.task), owner: live.owner };
+    if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
     const record = lookup(taskId);
     if (record === undefined || (record.owner !== principal.id && principal.admin !== true)) {
       throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     }
-    return { task: this.#annotated(record.task), owner: record.owner };
+    return { task: record.task, owner: record.owner };
   }
 
   /** What the interrupt hooks add to a task that is read (the governance summary, current at every read). */
-  readonly #annotated = (task: Task): Task => this.opts.interrupts?.annotate?.(task) ?? task;
+  async #annotation(taskId: string): Promise<(task: Task) => Task> {
+    return (await this.opts.interrupts?.annotation?.(taskId)) ?? ((task) => task);
+  }
 
   /** A live task's snapshot is never written to, and a stored task is a fresh copy: neither is copied. */
-  get(principal: Principal, taskId: string): Task {
-    return this.#visible(principal, taskId).task;
+  async get(principal: Principal, taskId: string): Promise<Task> {
+    const { task } = this.#visible(principal, taskId);
+    return (await this.#annotation(taskId))(task);
   }
 
   /**
    * get() for a caller that only reads the task (GetTask encodes it for the wire): a stored task comes from the
    * store's view() and may be shared and frozen.
    */
-  read(principal: Principal, taskId: string): Task {
+  async read(principal: Principal, taskId: string): Promise<Task> {
     const store = this.opts.store;
-    return this.#visible(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id))).task;
+    const { task } = this.#visible(principal, taskId, (id) => (store.view !== undefined ? store.view(id) : store.get(id)));
+    return (await this.#annotation(taskId))(task);
+  }
+
+  /**
+   * The task as the caller may see it, without the governance summary and without awaiting anything (push configs:
+   * the task's visibility, state and contents, as its notifications carry it).
+   */
+  visible(principal: Principal, taskId: string): Task {
+    return this.#visible(principal, taskId).task;
   }
 
   /** The trace context of a live task's turn (the request that started it), for its logs and push deliveries. */
@@ -292,7 +304,7 @@ export class TaskRuntime {
     const { task } = this.#visible(principal, taskId);
     let outcome: AbortOutcome = "not_attempted";
     try {
-      if (task.status.state === "canceled") return task;
+      if (task.status.state === "canceled") return (await this.#annotation(taskId))(task);
       if (isTerminal(task.status.state)) {
         throw new A2AError("TASK_NOT_CANCELABLE", `Task ${taskId} is already ${task.status.state}`, { task_id: taskId, state: task.status.state });
       }
@@ -301,7 +313,7 @@ export class TaskRuntime {
         // Stored as running but no turn is live (the gateway restarted mid-turn): cancel the record.
         const stored: Task = { ...task, status: { state: "canceled", timestamp: now() } };
         this.#lifecycle.save(stored);
-        return stored;
+        return (await this.#annotation(taskId))(stored);
       }
       this.#lifecycle.finish(live, "canceled", undefined, {});
       live.abort.abort();
@@ -318,7 +330,10 @@ export class TaskRuntime {
    * tasks/resubscribe / SubscribeToTask: the current Task first, then the live events. A terminal task: 0.3
    * replays it once and closes; 1.0 answers UnsupportedOperation.
    */
-  subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): StreamHandle {
+  async subscribe(principal: Principal, taskId: string, line: "0.3" | "1.0"): Promise<StreamHandle> {
+    this.#visible(principal, taskId);
+    const annotate = await this.#annotation(taskId);
+    // Nothing awaited from here on: the stream starts with the task as it is now and misses none of its events.
     const { task } = this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
     if (live === undefined || isTerminal(live.state)) {
@@ -329,11 +344,11 @@ export class TaskRuntime {
         });
       }
       const replay = new FanOut();
-      const queue = replay.subscribe({ kind: "task", task });
+      const queue = replay.subscribe({ kind: "task", task: annotate(task) });
       replay.close();
       return streamHandle(queue, this.opts.metrics);
     }
-    return streamHandle(live.fanout.subscribe({ kind: "task", task: this.#annotated(live.task) }), this.opts.metrics);
+    return streamHandle(live.fanout.subscribe({ kind: "task", task: annotate(live.task) }), this.opts.metrics);
   }
 
   // ---- restart, lost turns, shutdown --------------------------------------------------------------------------

@@ -204,11 +204,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     interrupts = new InterruptRegistry({ config, storage: store, upstream: upstream.client, log: log.child({ component: "extensions" }), tasks, governance });
     // Requests nobody answered land in their task's trail as `expired` soon after their TTL, read or not.
     expirySweep = setInterval(() => {
-      try {
-        trail.sweepExpired();
-      } catch (error) {
+      trail.sweepExpired().catch((error: unknown) => {
         governanceLog.error({ err: error instanceof Error ? error.message : String(error) }, "governance expiry sweep failed");
-      }
+      });
     }, EXPIRY_SWEEP_MS);
     expirySweep.unref();
     if (facts.pushNotifications) {
@@ -216,7 +214,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
         configs: store.pushConfigs,
         outbox: store.pushOutbox,
         atomically: (fn) => store.atomically(fn),
-        visibleTask: (principal, taskId) => tasks().read(principal, taskId),
+        visibleTask: (principal, taskId) => tasks().visible(principal, taskId),
         metrics,
         log: log.child({ component: "push" }),
         timeoutMs: config.pushTimeout * 1000,

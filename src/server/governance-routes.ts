@@ -13,17 +13,17 @@ import type { ExtensionPolicy } from "../protocol/extensions.js";
 import { json } from "../transport/http.js";
 
 /** Who serves the trail: absent without an upstream (there are no tasks then). */
-export type GovernanceHistorySource = ((principal: Principal, taskId: string) => GovernanceHistory) | undefined;
+export type GovernanceHistorySource = ((principal: Principal, taskId: string) => Promise<GovernanceHistory>) | undefined;
 
 export function registerGovernanceRoutes(router: Router, history: GovernanceHistorySource, extensions: ExtensionPolicy): void {
-  const serve = (param: "task_id" | "id", route: string) => (ctx: Context) => {
+  const serve = (param: "task_id" | "id", route: string) => async (ctx: Context) => {
     const taskId = (ctx.params as Record<string, string>)[param]!;
     const state = ctx.state as RequestState;
     extensions.check(state.extensions, state.line, route);
     const principal = state.principal!;
     if (history === undefined) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     ctx.set("Cache-Control", "no-store");
-    json(ctx, history(principal, taskId));
+    json(ctx, await history(principal, taskId));
   };
   router.get("/a2a/tasks/:task_id/governor/history", serve("task_id", "GET /a2a/tasks/{task_id}/governor/history"));
   router.get("/v1/tasks/:id/governance/history", serve("id", "GET /v1/tasks/{id}/governance/history"));

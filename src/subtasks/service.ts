@@ -193,7 +193,7 @@ export class SubtaskService {
   /** The context and parent session of the call's subtasks. */
   #parent(principal: Principal, params: SubtasksRunParams, routing: Routing): Parent {
     if (params.parent_task_id !== undefined) {
-      const task = this.opts.runtime.get(principal, params.parent_task_id);
+      const task = this.opts.runtime.visible(principal, params.parent_task_id);
       if (params.context_id !== undefined && params.context_id !== task.contextId) {
         throw invalid("context_id", `must be the context of parent task ${task.id} (${task.contextId}) or left out`);
       }
@@ -263,7 +263,7 @@ export class SubtaskService {
 
   #state(principal: Principal, taskId: string): TaskState | undefined {
     try {
-      return this.opts.runtime.get(principal, taskId).status.state;
+      return this.opts.runtime.visible(principal, taskId).status.state;
     } catch {
       return undefined;
     }

@@ -186,7 +186,7 @@ describe.skipIf(postgresUrl === undefined)("the PostgreSQL schema", () => {
     open.push(again);
     expect(again.migration).toEqual({ from: LATEST_POSTGRES_VERSION, to: LATEST_POSTGRES_VERSION });
     const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(again.db);
-    expect(tables.rows.map((r) => r.table_name)).toEqual(["a2a_schema_version", "a2a_session_messages", "a2a_subtask_calls"]);
+    expect(tables.rows.map((r) => r.table_name)).toEqual(["a2a_governance_trail", "a2a_schema_version", "a2a_session_messages", "a2a_subtask_calls"]);
   });
 
   it("a schema newer than this build is refused (SCHEMA_TOO_NEW) and left as it is", async () => {

@@ -1,7 +1,7 @@
 // The tables of the stores written once with Kysely for SQLite and PostgreSQL (column types as each backend may
 // return them: ./rows.ts reads them). The SQLite schema is made by src/storage/migrations.ts, the PostgreSQL schema by
 // ./postgres-migrations.ts; both name tables and columns alike.
-import type { ColumnType } from "kysely";
+import type { ColumnType, Generated } from "kysely";
 
 type Int64 = ColumnType<bigint | string, bigint, bigint>;
 type Flag = ColumnType<bigint | number, number, number>;
@@ -33,7 +33,23 @@ export interface SubtaskCallsTable {
   items_json: string;
 }
 
+export interface GovernanceTrailTable {
+  /** Insertion order (SQLite AUTOINCREMENT, PostgreSQL identity): the trail is read by it. */
+  id: Generated<bigint | string>;
+  task_id: string;
+  owner: string;
+  kind: "decision" | "feedback";
+  /** A decision's request (unique among decisions); NULL for feedback. */
+  request_id: string | null;
+  /** A decision's source, a feedback round's most severe status. */
+  source: string | null;
+  entry_json: string;
+  /** Epoch ms. */
+  created_at: Int64;
+}
+
 export interface SqlSchema {
   a2a_session_messages: SessionMessagesTable;
   a2a_subtask_calls: SubtaskCallsTable;
+  a2a_governance_trail: GovernanceTrailTable;
 }
