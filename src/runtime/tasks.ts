@@ -234,7 +234,7 @@ export class TaskRuntime {
     this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
     if (live !== undefined) await live.settled();
-    return await this.get(principal, taskId);
+    return this.get(principal, taskId);
   }
 
   // ---- get / list -----------------------------------------------------------------------------------------
@@ -258,9 +258,7 @@ export class TaskRuntime {
   }
 
   /** What the interrupt hooks add to a task that is read (the governance summary, current at every read). */
-  async #annotation(taskId: string): Promise<(task: Task) => Task> {
-    return (await this.opts.interrupts?.annotation?.(taskId)) ?? ((task) => task);
-  }
+  readonly #annotation = async (taskId: string): Promise<(task: Task) => Task> => (await this.opts.interrupts?.annotation?.(taskId)) ?? ((task) => task);
 
   /** A live task's snapshot is never written to, and a stored task is a fresh copy: neither is copied. */
   async get(principal: Principal, taskId: string): Promise<Task> {
@@ -278,10 +276,7 @@ export class TaskRuntime {
     return (await this.#annotation(taskId))(task);
   }
 
-  /**
-   * The task as the caller may see it, without the governance summary and without awaiting anything (push configs:
-   * the task's visibility, state and contents, as its notifications carry it).
-   */
+  /** The task as the caller may see it, without the governance summary, at once (push configs, subtasks: its state). */
   visible(principal: Principal, taskId: string): Task {
     return this.#visible(principal, taskId).task;
   }
