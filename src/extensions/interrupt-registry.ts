@@ -179,11 +179,11 @@ export class InterruptRegistry implements InterruptHooks {
     if (record.type === "question") {
       const answers = answersFromMessage(record.details, message);
       await this.#replyQuestion(record, answers);
-      this.#trail.answered(record, principal, "answer", "message", { answers });
+      await this.#trail.answered(record, principal, "answer", "message", { answers });
     } else {
       const decision = permissionFromText(record.details, message);
       await this.#replyPermission(record, decision);
-      this.#trail.answered(record, principal, decision, "message");
+      await this.#trail.answered(record, principal, decision, "message");
     }
   }
 
@@ -228,7 +228,7 @@ export class InterruptRegistry implements InterruptHooks {
       return;
     }
     const summary = rule.description ?? `${rule.decision === "approve" ? `approved (${reply})` : "rejected"} by rule ${rule.id}`;
-    this.#trail.record(interrupt, `policy:${rule.id}`, reply, "policy", summary, { rule: rule.id, decision: rule.decision });
+    await this.#trail.record(interrupt, `policy:${rule.id}`, reply, "policy", summary, { rule: rule.id, decision: rule.decision });
   }
 
   // ---- methods --------------------------------------------------------------------------------------------------
@@ -236,7 +236,7 @@ export class InterruptRegistry implements InterruptHooks {
   async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
     const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "permission");
     await this.#replyPermission(record, reply, message, trace);
-    this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
+    await this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
     await this.#resumeTask(principal, record);
   }
 
@@ -249,14 +249,14 @@ export class InterruptRegistry implements InterruptHooks {
       });
     }
     await this.#replyQuestion(record, answers, trace);
-    this.#trail.answered(record, principal, "answer", "a2a.interrupt.question.reply", { answers });
+    await this.#trail.answered(record, principal, "answer", "a2a.interrupt.question.reply", { answers });
     await this.#resumeTask(principal, record);
   }
 
   async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
     const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "question");
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
-    this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
+    await this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
     await this.#resumeTask(principal, record);
   }
 
@@ -277,7 +277,7 @@ export class InterruptRegistry implements InterruptHooks {
     }
     const record = await this.#binding(pending.requestId, pending.owner, "permission");
     await this.#replyPermission(record, decision, undefined, trace);
-    this.#trail.answered(record, principal, decision, "tasks/provideInputAndContinue");
+    await this.#trail.answered(record, principal, decision, "tasks/provideInputAndContinue");
     await this.#resumeTask(principal, record);
   }
 

@@ -110,7 +110,7 @@ export class GovernorService implements TurnReview {
       round: input.round,
       followUpSent: followUp !== undefined,
     };
-    this.deps.trail.feedback(subject.taskId, subject.owner, entry);
+    await this.deps.trail.feedback(subject.taskId, subject.owner, entry);
     for (const r of results) this.deps.metrics?.governorReviews.inc({ governor: r.governorId, status: r.status });
     if (followUp !== undefined) this.deps.metrics?.governorFollowUps.inc();
     return {

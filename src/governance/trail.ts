@@ -65,9 +65,9 @@ export class GovernanceTrail {
 
   /**
    * Records a decision. A failing store never fails the answer that was already given to OpenCode: it is logged (the
-   * request stays answered upstream).
+   * request stays answered upstream), so the promise never rejects.
    */
-  record(
+  async record(
     request: DecidedRequest,
     source: string,
     optionId: string,
@@ -75,7 +75,7 @@ export class GovernanceTrail {
     summary: string,
     extra: Record<string, unknown> = {},
     at: number = this.#now(),
-  ): void {
+  ): Promise<void> {
     const toolCallId = toolCallOf(request.details);
     const decision: TrailDecision = {
       ...(toolCallId === undefined ? {} : { toolCallId }),
@@ -87,21 +87,21 @@ export class GovernanceTrail {
       metadata: { ...requestFacts(request), via, summary: [summary], ...extra },
     };
     try {
-      this.deps.storage.governance.addDecision(request.taskId, request.owner, decision);
+      await this.deps.storage.governance.addDecision(request.taskId, request.owner, decision);
     } catch (error) {
       this.deps.log.error({ err: error instanceof Error ? error.message : String(error), requestId: request.requestId, taskId: request.taskId }, "could not record a governance decision");
     }
   }
 
   /** A principal answered the request (any path). */
-  answered(request: DecidedRequest, principal: Principal, optionId: string, via: DecisionPath, extra: Record<string, unknown> = {}): void {
-    this.record(request, `principal:${principal.id}`, optionId, via, `${principal.id} answered ${optionId} (${via})`, extra);
+  answered(request: DecidedRequest, principal: Principal, optionId: string, via: DecisionPath, extra: Record<string, unknown> = {}): Promise<void> {
+    return this.record(request, `principal:${principal.id}`, optionId, via, `${principal.id} answered ${optionId} (${via})`, extra);
   }
 
   /** Governor feedback on the task (post-run reviews); like a decision, a failing store is logged, never thrown. */
-  feedback(taskId: string, owner: string, entry: TrailFeedback): void {
+  async feedback(taskId: string, owner: string, entry: TrailFeedback): Promise<void> {
     try {
-      this.deps.storage.governance.addFeedback(taskId, owner, entry);
+      await this.deps.storage.governance.addFeedback(taskId, owner, entry);
     } catch (error) {
       this.deps.log.error({ err: error instanceof Error ? error.message : String(error), taskId }, "could not record governor feedback");
     }
@@ -115,7 +115,7 @@ export class GovernanceTrail {
       if (record.expiresAt > now) continue;
       const expiredAt = new Date(record.expiresAt).toISOString();
       // Dated when it expired, however late the sweep noticed.
-      this.record(record, "expired", "expired", "ttl", `nobody answered before ${expiredAt}`, {}, record.expiresAt);
+      await this.record(record, "expired", "expired", "ttl", `nobody answered before ${expiredAt}`, {}, record.expiresAt);
     }
   }
 
@@ -125,7 +125,7 @@ export class GovernanceTrail {
     if (stored === undefined || (stored.owner !== principal.id && !principal.admin)) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     const bindings = await this.deps.storage.interrupts.listForTask(taskId);
     await this.sweepExpired(bindings);
-    const trail = this.deps.storage.governance.trail(taskId);
+    const trail = await this.deps.storage.governance.trail(taskId);
     const now = this.#now();
     return {
       permissionDecisions: trail.decisions,
@@ -152,8 +152,8 @@ export class GovernanceTrail {
   async summary(taskId: string): Promise<GovernanceSummary | undefined> {
     const bindings = await this.deps.storage.interrupts.listForTask(taskId);
     await this.sweepExpired(bindings);
-    const { count, lastSource } = this.deps.storage.governance.decisionSummary(taskId);
-    const reviews = this.deps.storage.governance.reviewSummary(taskId);
+    const { count, lastSource } = await this.deps.storage.governance.decisionSummary(taskId);
+    const reviews = await this.deps.storage.governance.reviewSummary(taskId);
     const now = this.#now();
     const pending = bindings.filter((b) => b.expiresAt > now).length;
     if (count === 0 && pending === 0 && reviews.count === 0) return undefined;

@@ -310,7 +310,7 @@ export class TaskRuntime {
     const task = await this.#readable(principal, taskId);
     let outcome: AbortOutcome = "not_attempted";
     try {
-      if (task.status.state === "canceled") return task;
+      if (task.status.state === "canceled") return (await this.#annotation(taskId))(task);
       if (isTerminal(task.status.state)) {
         throw new A2AError("TASK_NOT_CANCELABLE", `Task ${taskId} is already ${task.status.state}`, { task_id: taskId, state: task.status.state });
       }
@@ -319,7 +319,7 @@ export class TaskRuntime {
         // Stored as running but no turn is live (the gateway restarted mid-turn): cancel the record.
         const stored: Task = { ...task, status: { state: "canceled", timestamp: now() } };
         await this.#lifecycle.save(stored);
-        return stored;
+        return (await this.#annotation(taskId))(stored);
       }
       this.#lifecycle.finish(live, "canceled", undefined, {});
       live.abort.abort();
@@ -348,7 +348,7 @@ export class TaskRuntime {
         });
       }
       const replay = new FanOut();
-      const queue = replay.subscribe({ kind: "task", task });
+      const queue = replay.subscribe({ kind: "task", task: annotate(task) });
       replay.close();
       return streamHandle(queue, this.opts.metrics);
     }

@@ -1,9 +1,13 @@
 // The governance trail (src/governance/trail.ts): per task, every decision on its permission and question requests
 // (a policy rule's, a principal's answer, an expiry) and governor feedback, oldest first, with the task's owner so
 // that reads are owner-scoped. A request is decided once: a second decision for the same request id is ignored (an
-// expiry sweep that runs again, a reply racing an expiry). SQLite and in-memory alike.
+// expiry sweep that runs again, a reply racing an expiry, two gateways sharing one PostgreSQL): the database's unique
+// key on decision request ids decides, not a read before the write. One Kysely implementation serves SQLite and
+// PostgreSQL (the memory backend is SQLite in memory).
+import { sql, type Kysely } from "kysely";
 import type { GovernorFeedbackEntry } from "../../generated/types/extensions.js";
-import type { StoreDatabase } from "./database.js";
+import { int, storeCall } from "./sql/rows.js";
+import type { SqlSchema } from "./sql/schema.js";
 
 /** One decision, in its wire shape (spec: GovernancePermissionDecision). */
 export interface TrailDecision {
@@ -36,96 +40,62 @@ export interface TaskTrail {
 
 export interface GovernanceStore {
   /** Records the decision on `decision.requestId`; false when that request already has one (nothing is written). */
-  addDecision(taskId: string, owner: string, decision: TrailDecision): boolean;
-  addFeedback(taskId: string, owner: string, feedback: TrailFeedback): void;
+  addDecision(taskId: string, owner: string, decision: TrailDecision): Promise<boolean>;
+  addFeedback(taskId: string, owner: string, feedback: TrailFeedback): Promise<void>;
   /** The task's trail, oldest first (empty lists when it has none). */
-  trail(taskId: string): TaskTrail;
+  trail(taskId: string): Promise<TaskTrail>;
   /** How many decisions the task has and the source of the newest, without reading the entries. */
-  decisionSummary(taskId: string): { count: number; lastSource?: string };
+  decisionSummary(taskId: string): Promise<{ count: number; lastSource?: string }>;
   /** How many feedback rounds the task has and the most severe status of the newest. */
-  reviewSummary(taskId: string): { count: number; lastStatus?: ReviewStatus };
+  reviewSummary(taskId: string): Promise<{ count: number; lastStatus?: ReviewStatus }>;
 }
 
-interface Entry {
-  kind: "decision" | "feedback";
-  json: string;
-}
+/** The governance store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
+export class SqlGovernanceStore implements GovernanceStore {
+  constructor(private readonly db: Kysely<SqlSchema>) {}
 
-export class MemoryGovernanceStore implements GovernanceStore {
-  readonly #byTask = new Map<string, Entry[]>();
-  readonly #decided = new Set<string>();
-
-  addDecision(taskId: string, _owner: string, decision: TrailDecision): boolean {
-    if (this.#decided.has(decision.requestId)) return false;
-    this.#decided.add(decision.requestId);
-    this.#push(taskId, { kind: "decision", json: JSON.stringify(decision) });
-    return true;
-  }
-
-  addFeedback(taskId: string, _owner: string, feedback: TrailFeedback): void {
-    this.#push(taskId, { kind: "feedback", json: JSON.stringify(feedback) });
-  }
-
-  trail(taskId: string): TaskTrail {
-    const entries = this.#byTask.get(taskId) ?? [];
-    return {
-      decisions: entries.filter((e) => e.kind === "decision").map((e) => JSON.parse(e.json) as TrailDecision),
-      feedback: entries.filter((e) => e.kind === "feedback").map((e) => JSON.parse(e.json) as TrailFeedback),
-    };
-  }
-
-  decisionSummary(taskId: string): { count: number; lastSource?: string } {
-    const decisions = this.trail(taskId).decisions;
-    const last = decisions[decisions.length - 1];
-    return last === undefined ? { count: 0 } : { count: decisions.length, lastSource: last.source };
-  }
-
-  reviewSummary(taskId: string): { count: number; lastStatus?: ReviewStatus } {
-    const feedback = this.trail(taskId).feedback;
-    const last = feedback[feedback.length - 1];
-    return last === undefined ? { count: 0 } : { count: feedback.length, lastStatus: worstStatus(last.results) };
-  }
-
-  #push(taskId: string, entry: Entry): void {
-    const list = this.#byTask.get(taskId);
-    if (list === undefined) this.#byTask.set(taskId, [entry]);
-    else list.push(entry);
-  }
-}
-
-export class SqliteGovernanceStore implements GovernanceStore {
-  constructor(private readonly store: StoreDatabase) {}
-
-  addDecision(taskId: string, owner: string, decision: TrailDecision): boolean {
-    return this.store.guard("governance.addDecision", () => {
-      const result = this.store
-        .statement(
-          `INSERT OR IGNORE INTO a2a_governance_trail (task_id, owner, kind, request_id, source, entry_json, created_at)
-           VALUES (?, ?, 'decision', ?, ?, ?, ?)`,
-        )
-        .run(taskId, owner, decision.requestId, decision.source, JSON.stringify(decision), Date.now());
-      return result.changes === 1;
+  addDecision(taskId: string, owner: string, decision: TrailDecision): Promise<boolean> {
+    return storeCall("governance.addDecision", async () => {
+      const result = await this.db
+        .insertInto("a2a_governance_trail")
+        .values({
+          task_id: taskId,
+          owner,
+          kind: "decision",
+          request_id: decision.requestId,
+          source: decision.source,
+          entry_json: JSON.stringify(decision),
+          created_at: BigInt(Date.now()),
+        })
+        // The partial unique index a2a_governance_trail_request (request_id) WHERE kind = 'decision' is the arbiter; its
+        // predicate is a literal, as PostgreSQL can only match a partial index to a constant condition.
+        .onConflict((oc) => oc.column("request_id").where("kind", "=", sql.lit("decision")).doNothing())
+        .executeTakeFirst();
+      return int(result.numInsertedOrUpdatedRows ?? 0n) === 1;
     });
   }
 
-  addFeedback(taskId: string, owner: string, feedback: TrailFeedback): void {
-    this.store.guard("governance.addFeedback", () => {
-      this.store
-        .statement(
-          `INSERT INTO a2a_governance_trail (task_id, owner, kind, request_id, source, entry_json, created_at)
-           VALUES (?, ?, 'feedback', NULL, ?, ?, ?)`,
-        )
-        // `source` of a feedback row: the round's most severe status (read by reviewSummary without parsing entries).
-        .run(taskId, owner, worstStatus(feedback.results), JSON.stringify(feedback), Date.now());
+  addFeedback(taskId: string, owner: string, feedback: TrailFeedback): Promise<void> {
+    return storeCall("governance.addFeedback", async () => {
+      await this.db
+        .insertInto("a2a_governance_trail")
+        .values({
+          task_id: taskId,
+          owner,
+          kind: "feedback",
+          request_id: null,
+          // `source` of a feedback row: the round's most severe status (read by reviewSummary without parsing entries).
+          source: worstStatus(feedback.results),
+          entry_json: JSON.stringify(feedback),
+          created_at: BigInt(Date.now()),
+        })
+        .execute();
     });
   }
 
-  trail(taskId: string): TaskTrail {
-    return this.store.guard("governance.trail", () => {
-      const rows = this.store.statement("SELECT kind, entry_json FROM a2a_governance_trail WHERE task_id = ? ORDER BY id").all(taskId) as {
-        kind: "decision" | "feedback";
-        entry_json: string;
-      }[];
+  trail(taskId: string): Promise<TaskTrail> {
+    return storeCall("governance.trail", async () => {
+      const rows = await this.db.selectFrom("a2a_governance_trail").select(["kind", "entry_json"]).where("task_id", "=", taskId).orderBy("id").execute();
       const trail: TaskTrail = { decisions: [], feedback: [] };
       for (const row of rows) {
         if (row.kind === "decision") trail.decisions.push(JSON.parse(row.entry_json) as TrailDecision);
@@ -135,25 +105,36 @@ export class SqliteGovernanceStore implements GovernanceStore {
     });
   }
 
-  decisionSummary(taskId: string): { count: number; lastSource?: string } {
-    const { count, last } = this.#countAndLast(taskId, "decision");
+  async decisionSummary(taskId: string): Promise<{ count: number; lastSource?: string }> {
+    const { count, last } = await this.#countAndLast(taskId, "decision");
     return last === null ? { count } : { count, lastSource: last };
   }
 
-  reviewSummary(taskId: string): { count: number; lastStatus?: ReviewStatus } {
-    const { count, last } = this.#countAndLast(taskId, "feedback");
+  async reviewSummary(taskId: string): Promise<{ count: number; lastStatus?: ReviewStatus }> {
+    const { count, last } = await this.#countAndLast(taskId, "feedback");
     return last === null ? { count } : { count, lastStatus: last as ReviewStatus };
   }
 
   /** How many entries of a kind the task has, and the `source` of the newest (a decision's source, a round's status). */
-  #countAndLast(taskId: string, kind: "decision" | "feedback"): { count: number; last: string | null } {
-    return this.store.guard(`governance.${kind}Summary`, () => {
-      return this.store
-        .statement(
-          `SELECT COUNT(*) AS count, (SELECT source FROM a2a_governance_trail WHERE task_id = ? AND kind = ? ORDER BY id DESC LIMIT 1) AS last
-           FROM a2a_governance_trail WHERE task_id = ? AND kind = ?`,
-        )
-        .get(taskId, kind, taskId, kind) as { count: number; last: string | null };
+  #countAndLast(taskId: string, kind: "decision" | "feedback"): Promise<{ count: number; last: string | null }> {
+    return storeCall(`governance.${kind}Summary`, async () => {
+      const row = await this.db
+        .selectFrom("a2a_governance_trail")
+        .select((eb) => [
+          eb.fn.countAll<bigint | number | string>().as("count"),
+          eb
+            .selectFrom("a2a_governance_trail as newest")
+            .select("newest.source")
+            .where("newest.task_id", "=", taskId)
+            .where("newest.kind", "=", kind)
+            .orderBy("newest.id", "desc")
+            .limit(1)
+            .as("last"),
+        ])
+        .where("task_id", "=", taskId)
+        .where("kind", "=", kind)
+        .executeTakeFirstOrThrow();
+      return { count: int(row.count), last: row.last ?? null };
     });
   }
 }

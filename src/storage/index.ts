@@ -4,7 +4,7 @@
 // stores on a private in-memory SQLite database) — plus close(), which checkpoints and closes the SQLite file.
 import { SqlAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
-import { SqliteGovernanceStore, type GovernanceStore } from "./governance.js";
+import { SqlGovernanceStore, type GovernanceStore } from "./governance.js";
 import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
@@ -103,7 +103,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       interrupts: new SqlInterruptStore(sql, now),
       audit: new SqlAuditStore(sql),
       subtaskCalls: new SqlSubtaskCallStore(sql),
-      governance: new SqliteGovernanceStore(db),
+      governance: new SqlGovernanceStore(sql),
       messages: new SqlMessageStore(sql),
       database: db,
       close: async () => db.close(),

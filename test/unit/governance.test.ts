@@ -1,16 +1,19 @@
-// The governance trail store on both backends (one decision per request, order, summary, feedback, SQLite kept across
-// a reopen), the interrupt store's per-task and expired listings the trail reads, and the policy patterns (text and
-// path globs) with the unsafe-combination check; governors in the policy file (accepted shapes, load errors, how a
-// command's executable is found) and how their results are summarized.
+// The governance trail store on every backend (memory, SQLite, PostgreSQL: one decision per request, also when two
+// gateways race on one PostgreSQL; order, summary, feedback, TASK_STORE_UNAVAILABLE, SQLite kept across a reopen), the
+// interrupt store's per-task and expired listings the trail reads, and the policy patterns (text and path globs) with
+// the unsafe-combination check; governors in the policy file (accepted shapes, load errors, how a command's executable
+// is found) and how their results are summarized.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/index.js";
 import { preloadValidators } from "../../src/contract/validate.js";
 import { patchText, summaryLine } from "../../src/governance/governors.js";
 import { compilePattern, findExecutable, parsePolicies, unsafeCombinations } from "../../src/governance/policies.js";
-import { openStorage, type Storage, type TrailDecision } from "../../src/storage/index.js";
+import { openStorage, SqlGovernanceStore, type GovernanceStore, type Storage, type TrailDecision } from "../../src/storage/index.js";
+import { openPostgres, type PostgresDatabase } from "../../src/storage/sql/postgres.js";
+import { freshDatabase, postgresUrl } from "../support/postgres.js";
 
 const dirs: string[] = [];
 const fresh = (): string => {
@@ -36,35 +39,52 @@ const backends: [string, (now: () => number) => Promise<Storage>][] = [
   ["sqlite", (now) => openStorage({ backend: "sqlite", url: `sqlite:///${fresh()}`, now })],
 ];
 
+const feedback = { phase: "post_run" as const, timestamp: "2026-01-01T00:00:01.000Z", summary: ["[r] Ok"], results: [{ governorId: "r", status: "ok" as const, messages: [] }], round: 1, followUpSent: false };
+
+/** The store's suite: the same on memory, SQLite and PostgreSQL. */
+async function keepsTheTrail(store: GovernanceStore): Promise<void> {
+  expect(await store.trail("t1")).toEqual({ decisions: [], feedback: [] });
+  expect(await store.decisionSummary("t1")).toEqual({ count: 0 });
+  expect(await store.addDecision("t1", "alice", decision("r1", "policy:a"))).toBe(true);
+  expect(await store.addDecision("t1", "alice", decision("r2", "principal:alice"))).toBe(true);
+  expect(await store.addDecision("t1", "alice", decision("r1", "expired"))).toBe(false);
+  expect(await store.addDecision("t2", "bob", decision("r3", "expired"))).toBe(true);
+  expect(await store.reviewSummary("t1")).toEqual({ count: 0 });
+  await store.addFeedback("t1", "alice", feedback);
+  const second = {
+    ...feedback,
+    round: 2,
+    results: [
+      { governorId: "r", status: "needs_attention" as const, messages: ["tests"] },
+      { governorId: "q", status: "rejected" as const, messages: ["no"] },
+      { governorId: "p", status: "ok" as const, messages: [] },
+    ],
+  };
+  await store.addFeedback("t1", "alice", second);
+  expect(await store.trail("t1")).toEqual({ decisions: [decision("r1", "policy:a"), decision("r2", "principal:alice")], feedback: [feedback, second] });
+  expect(await store.decisionSummary("t1")).toEqual({ count: 2, lastSource: "principal:alice" });
+  expect(await store.decisionSummary("t2")).toEqual({ count: 1, lastSource: "expired" });
+  // the newest round's most severe status
+  expect(await store.reviewSummary("t1")).toEqual({ count: 2, lastStatus: "rejected" });
+  expect(await store.reviewSummary("t2")).toEqual({ count: 0 });
+  // feedback rows never take a request's decision slot
+  await store.addFeedback("t2", "bob", feedback);
+  expect(await store.addDecision("t2", "bob", decision("r4", "policy:b"))).toBe(true);
+  expect((await store.trail("t2")).decisions.map((d) => d.requestId)).toEqual(["r3", "r4"]);
+}
+
 describe.each(backends)("%s governance store", (_name, open) => {
   it("keeps one decision per request, in order, per task, with the summary of the newest", async () => {
     const s = await open(Date.now);
-    expect(s.governance.trail("t1")).toEqual({ decisions: [], feedback: [] });
-    expect(s.governance.decisionSummary("t1")).toEqual({ count: 0 });
-    expect(s.governance.addDecision("t1", "alice", decision("r1", "policy:a"))).toBe(true);
-    expect(s.governance.addDecision("t1", "alice", decision("r2", "principal:alice"))).toBe(true);
-    expect(s.governance.addDecision("t1", "alice", decision("r1", "expired"))).toBe(false);
-    expect(s.governance.addDecision("t2", "bob", decision("r3", "expired"))).toBe(true);
-    expect(s.governance.reviewSummary("t1")).toEqual({ count: 0 });
-    const feedback = { phase: "post_run" as const, timestamp: "2026-01-01T00:00:01.000Z", summary: ["[r] Ok"], results: [{ governorId: "r", status: "ok" as const, messages: [] }], round: 1, followUpSent: false };
-    s.governance.addFeedback("t1", "alice", feedback);
-    const second = {
-      ...feedback,
-      round: 2,
-      results: [
-        { governorId: "r", status: "needs_attention" as const, messages: ["tests"] },
-        { governorId: "q", status: "rejected" as const, messages: ["no"] },
-        { governorId: "p", status: "ok" as const, messages: [] },
-      ],
-    };
-    s.governance.addFeedback("t1", "alice", second);
-    expect(s.governance.trail("t1")).toEqual({ decisions: [decision("r1", "policy:a"), decision("r2", "principal:alice")], feedback: [feedback, second] });
-    expect(s.governance.decisionSummary("t1")).toEqual({ count: 2, lastSource: "principal:alice" });
-    expect(s.governance.decisionSummary("t2")).toEqual({ count: 1, lastSource: "expired" });
-    // the newest round's most severe status
-    expect(s.governance.reviewSummary("t1")).toEqual({ count: 2, lastStatus: "rejected" });
-    expect(s.governance.reviewSummary("t2")).toEqual({ count: 0 });
-    s.close();
+    await keepsTheTrail(s.governance);
+    await s.close();
+  });
+
+  it("a database failure is TASK_STORE_UNAVAILABLE naming the operation", async () => {
+    const s = await open(Date.now);
+    await s.close();
+    await expect(s.governance.addDecision("t1", "alice", decision("r1", "policy:a"))).rejects.toMatchObject({ reason: "TASK_STORE_UNAVAILABLE", data: { operation: "governance.addDecision" } });
+    await expect(s.governance.reviewSummary("t1")).rejects.toMatchObject({ reason: "TASK_STORE_UNAVAILABLE", data: { operation: "governance.feedbackSummary" } });
   });
 
   it("lists a task's bindings and the ones past their TTL", async () => {
@@ -80,19 +100,60 @@ describe.each(backends)("%s governance store", (_name, open) => {
     now += 6_000; // a is past its TTL, b and c are not
     expect((await s.interrupts.listExpired()).map((r) => r.requestId)).toEqual(["a"]);
     expect((await s.interrupts.listForTask("t1")).map((r) => r.requestId)).toEqual(["a", "b"]);
-    s.close();
+    await s.close();
   });
 });
 
 it("the SQLite trail survives a reopen", async () => {
   const file = fresh();
   const first = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
-  first.governance.addDecision("t1", "alice", decision("r1", "policy:a"));
-  first.close();
+  await first.governance.addDecision("t1", "alice", decision("r1", "policy:a"));
+  await first.close();
   const again = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
-  expect(again.governance.trail("t1").decisions).toEqual([decision("r1", "policy:a")]);
-  expect(again.governance.addDecision("t1", "alice", decision("r1", "expired"))).toBe(false);
-  again.close();
+  expect((await again.governance.trail("t1")).decisions).toEqual([decision("r1", "policy:a")]);
+  expect(await again.governance.addDecision("t1", "alice", decision("r1", "expired"))).toBe(false);
+  await again.close();
+});
+
+describe.skipIf(postgresUrl === undefined)("postgres governance store", () => {
+  const cleanup: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const step of cleanup.splice(0).reverse()) await step();
+  });
+  const database = async (): Promise<string> => {
+    const db = await freshDatabase();
+    cleanup.push(db.drop);
+    return db.url;
+  };
+  const connect = async (url: string): Promise<PostgresDatabase> => {
+    const pg = await openPostgres(url);
+    cleanup.push(() => pg.close());
+    return pg;
+  };
+
+  it("keeps one decision per request, in order, per task, with the summary of the newest", async () => {
+    await keepsTheTrail(new SqlGovernanceStore((await connect(await database())).db));
+  });
+
+  it("two gateways on separate pools racing to decide the same requests keep exactly one decision each", async () => {
+    const url = await database();
+    const [a, b] = [new SqlGovernanceStore((await connect(url)).db), new SqlGovernanceStore((await connect(url)).db)];
+    const requests = Array.from({ length: 20 }, (_, i) => `r${i}`);
+    const outcomes = await Promise.all(
+      requests.flatMap((r) => [a.addDecision("t1", "alice", decision(r, "principal:alice")), b.addDecision("t1", "alice", decision(r, "expired"))]),
+    );
+    // per request: exactly one of the two inserts won
+    for (let i = 0; i < requests.length; i++) expect([outcomes[2 * i], outcomes[2 * i + 1]].filter(Boolean)).toHaveLength(1);
+    const trail = await a.trail("t1");
+    expect(trail.decisions.map((d) => d.requestId).sort()).toEqual([...requests].sort());
+    expect((await b.decisionSummary("t1")).count).toBe(requests.length);
+  });
+
+  it("a database failure is TASK_STORE_UNAVAILABLE naming the operation", async () => {
+    const pg = await openPostgres(await database());
+    await pg.close();
+    await expect(new SqlGovernanceStore(pg.db).trail("t1")).rejects.toMatchObject({ reason: "TASK_STORE_UNAVAILABLE", data: { operation: "governance.trail" } });
+  });
 });
 
 describe("policy patterns", () => {

@@ -189,4 +189,24 @@ CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_task ON a2a_interrupt_requests
 CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
 `,
   },
+  {
+    version: 8,
+    description: "governance trail (permission decisions, governor feedback)",
+    // One decision per request across every gateway on this database: the partial unique index, written with
+    // INSERT … ON CONFLICT (request_id) WHERE kind = 'decision' DO NOTHING.
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_governance_trail (
+  id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  task_id    TEXT NOT NULL,
+  owner      TEXT NOT NULL,
+  kind       TEXT NOT NULL CHECK (kind IN ('decision', 'feedback')),
+  request_id TEXT,
+  source     TEXT,
+  entry_json TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_governance_trail_task ON a2a_governance_trail (task_id, kind, id);
+CREATE UNIQUE INDEX IF NOT EXISTS a2a_governance_trail_request ON a2a_governance_trail (request_id) WHERE kind = 'decision';
+`,
+  },
 ];
