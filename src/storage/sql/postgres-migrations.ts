@@ -72,6 +72,60 @@ CREATE TABLE IF NOT EXISTS a2a_store_meta (
 `,
   },
   {
+    version: 4,
+    description: "session bindings, session owners and pending session claims",
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_session_bindings (
+  owner      TEXT NOT NULL,
+  context_id TEXT NOT NULL,
+  scope_key  TEXT NOT NULL DEFAULT '',
+  session_id TEXT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (owner, context_id, scope_key)
+);
+CREATE INDEX IF NOT EXISTS a2a_session_bindings_session ON a2a_session_bindings (session_id);
+
+CREATE TABLE IF NOT EXISTS a2a_session_owners (
+  session_id TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS a2a_pending_session_claims (
+  session_id TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_pending_session_claims_expires ON a2a_pending_session_claims (expires_at);
+`,
+  },
+  {
+    version: 5,
+    description: "interrupt request registry (bindings and tombstones)",
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_interrupt_requests (
+  request_id           TEXT COLLATE "C" PRIMARY KEY,
+  session_id           TEXT NOT NULL,
+  interrupt_type       TEXT NOT NULL CHECK (interrupt_type IN ('permission', 'question')),
+  owner                TEXT NOT NULL,
+  credential_id        TEXT,
+  task_id              TEXT NOT NULL,
+  context_id           TEXT NOT NULL,
+  details_json         TEXT NOT NULL,
+  routing_json         TEXT NOT NULL DEFAULT '{}',
+  created_at           BIGINT NOT NULL,
+  expires_at           BIGINT NOT NULL,
+  tombstone_expires_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_expires ON a2a_interrupt_requests (owner, expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_type_expires ON a2a_interrupt_requests (owner, interrupt_type, expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_tombstone ON a2a_interrupt_requests (tombstone_expires_at);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_task ON a2a_interrupt_requests (task_id);
+CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
+`,
+  },
+  {
     version: 6,
     description: "push notification configs and outbox",
     // rowid: the configs' creation order (SQLite's implicit rowid, which an upsert keeps). The outbox's id orders each
@@ -133,60 +187,6 @@ CREATE INDEX IF NOT EXISTS a2a_audit_log_principal ON a2a_audit_log (principal, 
 CREATE INDEX IF NOT EXISTS a2a_audit_log_task ON a2a_audit_log (task_id);
 CREATE INDEX IF NOT EXISTS a2a_audit_log_at ON a2a_audit_log (at_ms);
 CREATE INDEX IF NOT EXISTS a2a_audit_log_trace ON a2a_audit_log (trace_id);
-`,
-  },
-  {
-    version: 4,
-    description: "session bindings, session owners and pending session claims",
-    sql: `
-CREATE TABLE IF NOT EXISTS a2a_session_bindings (
-  owner      TEXT NOT NULL,
-  context_id TEXT NOT NULL,
-  scope_key  TEXT NOT NULL DEFAULT '',
-  session_id TEXT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  PRIMARY KEY (owner, context_id, scope_key)
-);
-CREATE INDEX IF NOT EXISTS a2a_session_bindings_session ON a2a_session_bindings (session_id);
-
-CREATE TABLE IF NOT EXISTS a2a_session_owners (
-  session_id TEXT PRIMARY KEY,
-  owner      TEXT NOT NULL,
-  created_at BIGINT NOT NULL
-);
-
-CREATE TABLE IF NOT EXISTS a2a_pending_session_claims (
-  session_id TEXT PRIMARY KEY,
-  owner      TEXT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  expires_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS a2a_pending_session_claims_expires ON a2a_pending_session_claims (expires_at);
-`,
-  },
-  {
-    version: 5,
-    description: "interrupt request registry (bindings and tombstones)",
-    sql: `
-CREATE TABLE IF NOT EXISTS a2a_interrupt_requests (
-  request_id           TEXT COLLATE "C" PRIMARY KEY,
-  session_id           TEXT NOT NULL,
-  interrupt_type       TEXT NOT NULL CHECK (interrupt_type IN ('permission', 'question')),
-  owner                TEXT NOT NULL,
-  credential_id        TEXT,
-  task_id              TEXT NOT NULL,
-  context_id           TEXT NOT NULL,
-  details_json         TEXT NOT NULL,
-  routing_json         TEXT NOT NULL DEFAULT '{}',
-  created_at           BIGINT NOT NULL,
-  expires_at           BIGINT NOT NULL,
-  tombstone_expires_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_expires ON a2a_interrupt_requests (owner, expires_at);
-CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_owner_type_expires ON a2a_interrupt_requests (owner, interrupt_type, expires_at);
-CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_tombstone ON a2a_interrupt_requests (tombstone_expires_at);
-CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_task ON a2a_interrupt_requests (task_id);
-CREATE INDEX IF NOT EXISTS a2a_interrupt_requests_expires ON a2a_interrupt_requests (expires_at);
 `,
   },
   {
