@@ -204,7 +204,7 @@ export class OutboxWorker {
 
   /** Gives a claimed entry back (due at once), as it was otherwise. */
   #release(delivery: PushDelivery): Promise<void> {
-    return this.#opts.outbox.reschedule(delivery.id, delivery.attempts, this.#now(), delivery.lastError ?? "");
+    return this.#opts.outbox.reschedule(delivery.id, delivery.attempts, this.#now(), delivery.lastError);
   }
 
   async #deliver(delivery: PushDelivery, config: PushConfig | undefined, signal: AbortSignal): Promise<void> {

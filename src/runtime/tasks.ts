@@ -15,7 +15,7 @@ import { A2AError } from "../contract/errors.js";
 import type { AbortOutcome } from "../observability/metrics.js";
 import { isTerminal, now, type ListParams, type Message, type Metadata, type SendParams, type Task } from "../protocol/model.js";
 import { StoreHealth } from "../storage/health.js";
-import type { TaskListResult } from "../storage/tasks.js";
+import type { StoredTask, TaskListResult } from "../storage/tasks.js";
 import { traceOfRouting, withTrace, type TraceContext } from "../tracing/index.js";
 import { upstreamAbort, type AbortUpstream } from "./abort.js";
 import { Admission, type AdmissionStatus } from "./admission.js";
@@ -31,6 +31,8 @@ import { TurnLoop } from "./turn.js";
 export type { StreamHandle } from "./fanout.js";
 export type { InterruptHooks, PendingInterrupt, RuntimeOptions, TransitionHooks, TurnArtifactOptions, TurnSpec } from "./options.js";
 
+/** Where #visible reads a task no turn runs for here. */
+type Lookup = (id: string) => Promise<Pick<StoredTask, "task" | "owner"> | undefined>;
 export class TaskRuntime {
   readonly #live = new Map<string, LiveTask>();
   readonly #health: StoreHealth;
@@ -83,11 +85,8 @@ export class TaskRuntime {
    */
   async send(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
-    if (params.configuration?.blocking !== false) {
-      await live.settled();
-      // The answer is in the store before it is given: a read of the task anywhere sees it.
-      await live.writes;
-    }
+    // Blocking: the answer is in the store before it is given, so a read of the task anywhere sees it.
+    if (params.configuration?.blocking !== false) await live.settled().then(() => live.writes);
     // As a read of the task gives it (the governance summary, when it has one).
     return (await this.#annotation(live.id))(live.task);
   }
@@ -238,10 +237,7 @@ export class TaskRuntime {
   async settled(principal: Principal, taskId: string): Promise<Task> {
     await this.#visible(principal, taskId);
     const live = this.#live.get(taskId);
-    if (live !== undefined) {
-      await live.settled();
-      await live.writes;
-    }
+    if (live !== undefined) await live.settled().then(() => live.writes);
     return this.get(principal, taskId);
   }
 
@@ -251,11 +247,7 @@ export class TaskRuntime {
    * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
    * live turn comes from `lookup` (the store's get by default). Without the governance summary (see #readable).
    */
-  async #visible(
-    principal: Principal,
-    taskId: string,
-    lookup: (id: string) => Promise<{ task: Task; owner: string } | undefined> = (id) => this.opts.store.get(id),
-  ): Promise<{ task: Task; owner: string }> {
+  async #visible(principal: Principal, taskId: string, lookup: Lookup = (id) => this.opts.store.get(id)): Promise<{ task: Task; owner: string }> {
     const live = this.#live.get(taskId);
     if (live !== undefined && (live.owner === principal.id || principal.admin)) return { task: live.task, owner: live.owner };
     const record = await lookup(taskId);
@@ -269,7 +261,7 @@ export class TaskRuntime {
   readonly #annotation = (taskId: string): Promise<(task: Task) => Task> => this.opts.interrupts?.annotation?.(taskId) ?? Promise.resolve((task) => task);
 
   /** #visible() with the governance summary; read first, so no wait comes between the task's snapshot and its use. */
-  async #readable(principal: Principal, taskId: string, lookup?: (id: string) => Promise<{ task: Task; owner: string } | undefined>): Promise<Task> {
+  async #readable(principal: Principal, taskId: string, lookup?: Lookup): Promise<Task> {
     const annotate = await this.#annotation(taskId);
     return annotate((await this.#visible(principal, taskId, lookup)).task);
   }

@@ -58,7 +58,8 @@ export interface PushOutboxStore {
   rewrite(id: number, body: string): Promise<void>;
   /** Remove one entry (delivered or given up on); false when it was not there (dropped meanwhile). */
   remove(id: number): Promise<boolean>;
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): Promise<void>;
+  /** `lastError` undefined: the entry keeps none (a lease given back untried). */
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined): Promise<void>;
   /** Drop what waits for one config, or for every config of the task. Returns how many. */
   drop(taskId: string, configId?: string): Promise<number>;
   size(): Promise<number>;
@@ -243,11 +244,11 @@ export class SqlPushOutboxStore implements PushOutboxStore {
     });
   }
 
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): Promise<void> {
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined): Promise<void> {
     return storeCall("pushOutbox.reschedule", async () => {
       await this.db
         .updateTable("a2a_push_outbox")
-        .set({ attempts, next_attempt_at: BigInt(nextAttemptAt), last_error: lastError })
+        .set({ attempts, next_attempt_at: BigInt(nextAttemptAt), last_error: lastError ?? null })
         .where("id", "=", BigInt(id))
         .execute();
     });

@@ -156,7 +156,7 @@ async function harness(opts: Partial<PushOptions> = {}, randomValue = 0.5): Prom
     },
     now: () => clock,
     heads: () => storage.pushOutbox.due(Number.MAX_SAFE_INTEGER, 1000, new Set()),
-    change: (task, event) => storage.atomically((tx) => service.changed(tx, task, event)),
+    change: (task, event) => service.atomically((tx) => service.changed(tx, task, event)),
   };
   harnesses.push(h);
   return h;
@@ -958,7 +958,7 @@ class FlakyOutbox implements PushOutboxStore {
   remove(id: number): Promise<boolean> {
     return this.base.remove(id);
   }
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string): Promise<void> {
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined): Promise<void> {
     return this.base.reschedule(id, attempts, nextAttemptAt, lastError);
   }
   drop(taskId: string, configId?: string): Promise<number> {
@@ -990,7 +990,7 @@ describe("PushService worker robustness (a store error under the worker)", () =>
   it("a store error in the kick after a delivery neither escapes as an unhandled rejection nor stalls the retry", async () => {
     const storage = await openStorage({ backend: "memory", now: () => T0 });
     const flaky = new FlakyOutbox(storage.pushOutbox);
-    const h = (await harness({ outbox: flaky, configs: storage.pushConfigs }));
+    const h = await harness({ outbox: flaky, configs: storage.pushConfigs, atomically: storage.atomically });
     h.tasks.set("t1", makeTask("t1"));
     await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(() => {
@@ -1013,7 +1013,7 @@ describe("PushService worker robustness (a store error under the worker)", () =>
   it("a store error when the retry timer fires does not escape the timer, and the worker tries again", async () => {
     const storage = await openStorage({ backend: "memory", now: () => T0 });
     const flaky = new FlakyOutbox(storage.pushOutbox);
-    const h = (await harness({ outbox: flaky, configs: storage.pushConfigs }));
+    const h = await harness({ outbox: flaky, configs: storage.pushConfigs, atomically: storage.atomically });
     h.tasks.set("t1", makeTask("t1"));
     await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     h.sender.script.push(retry());
@@ -1126,10 +1126,10 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
     await h.flush(); // the kick changed() queued runs before start(): nothing
     const outbox = h.storage.pushOutbox;
     let calls = 0;
-    const due = outbox.due.bind(outbox);
-    outbox.due = () => {
+    const claim = outbox.claim.bind(outbox);
+    outbox.claim = () => {
       calls++;
-      throw new Error("SQLITE_BUSY");
+      return Promise.reject(new Error("SQLITE_BUSY"));
     };
     h.service.start();
     await h.flush();
@@ -1143,7 +1143,7 @@ describe("PushService: re-registration, ids, secrets, age, cut-short POSTs", () 
     expect(calls).toBe(2);
     await h.advance(1);
     expect(calls).toBe(3);
-    outbox.due = due;
+    outbox.claim = claim;
     await h.advance(3000);
     expect(h.sender.sent).toHaveLength(1);
   });
