@@ -179,7 +179,7 @@ describe.each(MODES.map((m) => [m.name, m] as const))("%s", (_name, m) => {
     const metadata = await scripted(tg, hang({ chunks: ["partial answer"], holdMs: 30_000 }));
     const started = taskOfSend(m, await expectOk(m, await invokeAs(tg, who, m, "send", { message: messageWithFile(m), metadata, configuration: m.line === "0.3" ? { blocking: false } : { returnImmediately: true } }), "send"));
     // wait until the partial answer is an artifact (seen through the runtime, whatever the caller may see)
-    await until("a partial artifact", () => ((tg.gw.gateway.runtime as any).get({ id: `results-${who}`, admin: true, scopes: new Set(), credentialId: "x", trustLevel: "admin" }, started.id).artifacts?.length ? true : undefined), 5000);
+    await until("a partial artifact", async () => ((await (tg.gw.gateway.runtime as any).get({ id: `results-${who}`, admin: true, scopes: new Set(), credentialId: "x", trustLevel: "admin" }, started.id)).artifacts?.length ? true : undefined), 5000);
     const canceled = await expectOk(m, await invokeAs(tg, who, m, "cancel", { id: started.id }), "task");
     expect(stateOf(canceled)).toBe("canceled");
     expectTaskFor(m, who, canceled, "cancel");

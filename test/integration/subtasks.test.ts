@@ -294,7 +294,7 @@ describe("opencode.subtasks.cancel and wait", () => {
 
 describe("a store that refuses writes", () => {
   it("→ TASK_STORE_UNAVAILABLE for the call, nothing reaches OpenCode's sessions; once it takes writes again, calls work and are kept", async () => {
-    const fault = storeFault(await openStorage({ backend: "memory" }));
+    const fault = storeFault(await openStorage({ backend: "memory" }), "read-only");
     const storage = fault.storage;
     const faulty = await startTaskGateway({}, {}, { storage });
     try {

@@ -36,12 +36,14 @@ class Connection implements DatabaseConnection {
 }
 
 class SqliteDriver implements Driver {
+  readonly #store: StoreDatabase;
   readonly #connection: Connection;
   /** Settles when the connection is free; acquireConnection chains onto it. */
   #free: Promise<void> = Promise.resolve();
   #release: (() => void) | undefined;
 
   constructor(store: StoreDatabase) {
+    this.#store = store;
     this.#connection = new Connection(store);
   }
 
@@ -66,6 +68,9 @@ class SqliteDriver implements Driver {
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    // Some failures (SQLITE_FULL, SQLITE_IOERR, …) end the transaction themselves: a ROLLBACK then would fail and
+    // hide the error that matters.
+    if (!this.#store.db.inTransaction) return;
     await connection.executeQuery(CompiledQuery.raw("ROLLBACK"));
   }
 
