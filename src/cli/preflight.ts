@@ -73,7 +73,8 @@ export function opencodeBinaryProblem(config: Pick<Config, "opencodeBaseUrl" | "
 /** Throws an InstallationError naming everything the installation lacks for this configuration. */
 export function checkInstallation(config: Config): void {
   const problems = [
-    config.taskStoreBackend === "memory" ? undefined : sqliteBindingProblem(),
+    // The memory backend is an in-memory SQLite database too; only a PostgreSQL store runs without the module.
+    config.taskStoreBackend !== "memory" && /^postgres(ql)?:\/\//i.test(config.taskStoreUrl.trim()) ? undefined : sqliteBindingProblem(),
     opencodeBinaryProblem(config),
   ].filter((p): p is string => p !== undefined);
   if (problems.length) throw new InstallationError(`incomplete installation:\n${problems.map((p) => `  - ${p}`).join("\n")}`);

@@ -22,12 +22,13 @@ export class StorageError extends Error {
   }
 }
 
-export type StoreLocation = { kind: "memory" } | { kind: "file"; path: string };
+export type StoreLocation = { kind: "memory" } | { kind: "file"; path: string } | { kind: "postgres"; url: string };
 
 const SCHEMES = ["sqlite+aiosqlite:///", "sqlite:///"] as const;
 const ACCEPTED_FORMS =
   "sqlite:///relative/path.db (relative to the working directory), sqlite:////absolute/path.db, " +
-  "sqlite:///:memory: (the sqlite+aiosqlite:/// spelling is accepted too)";
+  "sqlite:///:memory: (the sqlite+aiosqlite:/// spelling is accepted too), postgres://user:password@host:5432/database " +
+  "(or postgresql://; any node-postgres connection URL)";
 
 /**
  * The URL with its password (in the user info, or a `password` query parameter) replaced by `***`: a server URL may
@@ -48,8 +49,17 @@ export function parseStoreUrl(url: string = DEFAULT_TASK_STORE_DATABASE_URL, cwd
   };
   const value = url.trim();
   const scheme = SCHEMES.find((s) => value.toLowerCase().startsWith(s));
-  if (/^postgres(ql)?:\/\//i.test(value)) return fail("PostgreSQL is not yet a backend of the whole store in this build (only the message and subtask-call stores have one); use SQLite");
-  if (scheme === undefined) return fail("unsupported scheme (only local SQLite is supported)");
+  if (/^postgres(ql)?:\/\//i.test(value)) {
+    let parsed: URL;
+    try {
+      parsed = new URL(value);
+    } catch {
+      return fail("not a valid URL");
+    }
+    if (parsed.hostname === "" && !parsed.searchParams.has("host")) return fail("no server host");
+    return { kind: "postgres", url: value };
+  }
+  if (scheme === undefined) return fail("unsupported scheme (SQLite or PostgreSQL)");
   const rest = value.slice(scheme.length);
   if (rest === ":memory:") return { kind: "memory" };
   if (rest === "" || rest === "/") return fail("no database path");
@@ -59,7 +69,8 @@ export function parseStoreUrl(url: string = DEFAULT_TASK_STORE_DATABASE_URL, cwd
   return { kind: "file", path: path.isAbsolute(rest) ? path.normalize(rest) : path.resolve(cwd, rest) };
 }
 
-/** A printable description of a location (no credentials exist in SQLite URLs; this is for the start-up log). */
+/** A printable description of a location for the start-up log (a PostgreSQL URL without its password). */
 export function describeStoreLocation(location: StoreLocation): string {
+  if (location.kind === "postgres") return `postgresql ${redactUrl(location.url)}`;
   return location.kind === "memory" ? "sqlite (in-memory)" : `sqlite file ${location.path}`;
 }

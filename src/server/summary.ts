@@ -29,6 +29,7 @@ export async function startupSummary(config: Config, storage: Storage, upstream:
   let durability: string;
   if (storage.backend === "memory") durability = "memory (ephemeral: tasks are lost on restart)";
   else if (storage.database?.location.kind === "memory") durability = "sqlite in-memory (ephemeral: tasks are lost on restart)";
+  else if (storage.backend === "postgres") durability = `${storage.description} (durability as the server is configured)`;
   else {
     let journal = "unknown";
     try {

@@ -34,7 +34,7 @@ export class StoreDatabase {
 
   constructor(
     readonly db: Database.Database,
-    readonly location: StoreLocation,
+    readonly location: SqliteLocation,
     readonly migration: MigrationResult,
   ) {}
 
@@ -142,8 +142,11 @@ function hardenModes(file: string): void {
   }
 }
 
+/** A SQLite database: a file or in memory. */
+export type SqliteLocation = Exclude<StoreLocation, { kind: "postgres" }>;
+
 /** Open (and migrate) the database at `location`. Throws StorageError on start-up problems. */
-export function openDatabase(location: StoreLocation, options: OpenDatabaseOptions = {}): StoreDatabase {
+export function openDatabase(location: SqliteLocation, options: OpenDatabaseOptions = {}): StoreDatabase {
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   if (location.kind === "file") prepareFile(location.path);
   let db: Database.Database;

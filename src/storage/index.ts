@@ -1,7 +1,8 @@
 // The persistence entry point: openStorage() gives the task store, session store, push config store, interrupt
-// registry store, audit log, subtask calls, governance trail and session messages of one backend — "sqlite"
-// (A2A_TASK_STORE_BACKEND=database, the default; a hardened local SQLite file or :memory:) or "memory" (the same
-// stores on a private in-memory SQLite database) — plus close(), which checkpoints and closes the SQLite file.
+// registry store, audit log, subtask calls, governance trail and session messages of one backend — SQLite
+// (A2A_TASK_STORE_BACKEND=database, the default; a hardened local file or :memory:), PostgreSQL (the same, with a
+// postgres:// A2A_TASK_STORE_DATABASE_URL) or "memory" (the same stores on a private in-memory SQLite database) —
+// plus close(). Every store is written once with Kysely for both SQL dialects (./sql/).
 import { SqlAuditStore, type AuditStore } from "./audit.js";
 import { openDatabase, type StoreDatabase } from "./database.js";
 import { SqlGovernanceStore, type GovernanceStore } from "./governance.js";
@@ -17,13 +18,16 @@ import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
-import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, StorageError, type StoreLocation } from "../config/store-url.js";
+import type { PoolClient } from "pg";
+import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
+import { openPostgres } from "./sql/postgres.js";
 
+/** What a store is opened as (A2A_TASK_STORE_BACKEND): the URL decides between SQLite and PostgreSQL. */
 export type StoreBackend = "sqlite" | "memory";
 
 export interface StorageOptions {
   backend: StoreBackend;
-  /** A2A_TASK_STORE_DATABASE_URL (sqlite backend only); default sqlite:///./opencode-a2a.db. */
+  /** A2A_TASK_STORE_DATABASE_URL (sqlite:/// or postgres://; not for the memory backend); default sqlite:///./opencode-a2a.db. */
   url?: string;
   /** Base for relative database paths (default process.cwd()). */
   cwd?: string;
@@ -36,7 +40,7 @@ export interface StorageOptions {
 }
 
 export interface Storage {
-  backend: StoreBackend;
+  backend: StoreBackend | "postgres";
   /** For the start-up log, e.g. "sqlite file /srv/a2a/opencode-a2a.db" or "memory". */
   description: string;
   tasks: TaskStore;
@@ -75,36 +79,24 @@ export function parseStoreBackend(value: string | undefined): StoreBackend {
   throw new StorageError("INVALID_BACKEND", `A2A_TASK_STORE_BACKEND=${JSON.stringify(value)} is invalid: use "database" (SQLite) or "memory"`);
 }
 
-/** Open the store. Throws StorageError for a bad URL, an unsafe file or a schema newer than this build. */
+/** Open the store. Throws StorageError for a bad URL, an unsafe file, a database in use or a schema newer than this build. */
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const now = options.now ?? Date.now;
   // The memory backend is the same stores on a private in-memory SQLite database: one implementation, one behaviour.
   const location: StoreLocation = options.backend === "memory" ? { kind: "memory" } : parseStoreUrl(options.url ?? DEFAULT_TASK_STORE_DATABASE_URL, options.cwd);
+  if (location.kind === "postgres") return openPostgresStorage(location.url, now);
   const db: StoreDatabase = openDatabase(location, options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs });
   try {
-    // The stores written once with Kysely run on the same connection (./sql/sqlite-dialect.ts).
+    // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache.
     const sql = new Kysely<SqlSchema>({ dialect: sqliteDialect(db) });
     const tasks = await SqlTaskStore.open(sql, {
       changeCounter: () => db.statement("PRAGMA data_version").pluck().get() as number,
       ...(options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
     });
     return {
-      backend: options.backend,
+      ...stores(sql, tasks, now),
+      backend: options.backend === "memory" ? "memory" : "sqlite",
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
-      sql,
-      tasks,
-      sessions: new SqlSessionStore(sql, now),
-      pushConfigs: new SqlPushConfigStore(sql, now),
-      pushOutbox: new SqlPushOutboxStore(sql, now),
-      atomically: (fn) =>
-        storeCall("atomically", () =>
-          sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now), pushOutbox: new SqlPushOutboxStore(trx, now) })),
-        ),
-      interrupts: new SqlInterruptStore(sql, now),
-      audit: new SqlAuditStore(sql),
-      subtaskCalls: new SqlSubtaskCallStore(sql),
-      governance: new SqlGovernanceStore(sql),
-      messages: new SqlMessageStore(sql),
       database: db,
       close: async () => db.close(),
     };
@@ -112,6 +104,63 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     db.close();
     throw err;
   }
+}
+
+/**
+ * PostgreSQL: a pool, the schema migrated under an advisory lock (./sql/postgres.ts), and a session-level advisory
+ * lock held on a connection of its own for as long as the store is open. Until the live side of a task (its events,
+ * cancel, interrupt replies, the restart sweep) works across gateways, one gateway at a time uses a database: a
+ * second one is refused at start rather than failing the first one's running tasks as left over from a restart.
+ */
+async function openPostgresStorage(url: string, now: Clock): Promise<Storage> {
+  const pg = await openPostgres(url);
+  let holder: PoolClient | undefined;
+  try {
+    holder = await pg.pool.connect();
+    const { rows } = await holder.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1) AS locked", [GATEWAY_LOCK.toString()]);
+    if (rows[0]?.locked !== true) {
+      throw new StorageError("OPEN_FAILED", `Another opencode-a2a gateway uses the PostgreSQL database ${redactUrl(url)}: one gateway per database in this build`);
+    }
+    const tasks = await SqlTaskStore.open(pg.db);
+    const lock = holder;
+    return {
+      ...stores(pg.db, tasks, now),
+      backend: "postgres",
+      description: describeStoreLocation({ kind: "postgres", url }),
+      close: async () => {
+        lock.release(true); // the session ends with its connection, and the advisory lock with it
+        await pg.close();
+      },
+    };
+  } catch (err) {
+    holder?.release(true);
+    await pg.close().catch(() => undefined);
+    if (err instanceof StorageError) throw err;
+    throw new StorageError("OPEN_FAILED", `Cannot open the PostgreSQL task store ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** pg_try_advisory_lock key of a gateway using a PostgreSQL database (any fixed number the operator does not use). */
+const GATEWAY_LOCK = 0x0a2a_6a7e_3a7en;
+
+/** Every store on one query builder, and the transaction that binds the task and push stores to one connection. */
+function stores(sql: Kysely<SqlSchema>, tasks: SqlTaskStore, now: Clock): Omit<Storage, "backend" | "description" | "database" | "close"> {
+  return {
+    sql,
+    tasks,
+    sessions: new SqlSessionStore(sql, now),
+    pushConfigs: new SqlPushConfigStore(sql, now),
+    pushOutbox: new SqlPushOutboxStore(sql, now),
+    atomically: (fn) =>
+      storeCall("atomically", () =>
+        sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now), pushOutbox: new SqlPushOutboxStore(trx, now) })),
+      ),
+    interrupts: new SqlInterruptStore(sql, now),
+    audit: new SqlAuditStore(sql),
+    subtaskCalls: new SqlSubtaskCallStore(sql),
+    governance: new SqlGovernanceStore(sql),
+    messages: new SqlMessageStore(sql),
+  };
 }
 
 export { StoreDatabase, openDatabase, storeUnavailable, DEFAULT_BUSY_TIMEOUT_MS } from "./database.js";

@@ -3,34 +3,69 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
+import { freshDatabase, postgresUrl } from "../support/postgres.js";
 import { hang, text } from "../../tools/upstream/script.js";
 import { expectError, expectOk, getTask, invoke, Mode, MODES, partsOf, roleOf, sendParams, sendTask, stateOf, textOf, until, userMessage } from "../support/task-wire.js";
 
-// ---- durability: the default (SQLite) store keeps tasks across a gateway restart ------------------------------------
-
-let dir: string;
-let env: Record<string, string>;
-let first: TaskGateway | undefined;
-let second: TaskGateway | undefined;
-beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "tasks-durability-"));
-  env = { A2A_TASK_STORE_BACKEND: "database", A2A_TASK_STORE_DATABASE_URL: `sqlite:///${dir}/a.db` };
-  first = await startTaskGateway(env);
-});
-afterAll(async () => {
-  await first?.close();
-  await second?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
-});
+// ---- durability: the SQLite file and the PostgreSQL database keep tasks across a gateway restart -----------------
 
 interface Before {
   mode: Mode;
   task: any;
 }
-const finished: Before[] = [];
-let orphan: { mode: Mode; id: string } | undefined;
 
-describe.sequential("restart on the same SQLite file", () => {
+/** Each durable store: the gateway's environment for it, and how to remove it afterwards. */
+const STORES: [string, () => Promise<{ env: Record<string, string>; remove(): Promise<void> }>][] = [
+  [
+    "SQLite file",
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tasks-durability-"));
+      return {
+        env: { A2A_TASK_STORE_BACKEND: "database", A2A_TASK_STORE_DATABASE_URL: `sqlite:///${dir}/a.db` },
+        remove: async () => fs.rmSync(dir, { recursive: true, force: true }),
+      };
+    },
+  ],
+];
+if (postgresUrl !== undefined) {
+  STORES.push([
+    "PostgreSQL database",
+    async () => {
+      const database = await freshDatabase();
+      return { env: { A2A_TASK_STORE_BACKEND: "database", A2A_TASK_STORE_DATABASE_URL: database.url }, remove: database.drop };
+    },
+  ]);
+}
+
+describe.sequential.each(STORES)("restart on the same %s", (name, makeStore) => {
+  let store: Awaited<ReturnType<typeof makeStore>>;
+  let env: Record<string, string>;
+  let first: TaskGateway | undefined;
+  let second: TaskGateway | undefined;
+  const finished: Before[] = [];
+  let orphan: { mode: Mode; id: string } | undefined;
+  beforeAll(async () => {
+    store = await makeStore();
+    env = store.env;
+    first = await startTaskGateway(env);
+  });
+  afterAll(async () => {
+    await first?.close();
+    await second?.close();
+    await store?.remove();
+  });
+
+  it.runIf(name === "PostgreSQL database")("one gateway per database: a second one on the same database is refused at start while the first runs", async () => {
+    const other = await startTaskGateway(env).then(
+      (g) => g,
+      (err: unknown) => err as Error,
+    );
+    if (!(other instanceof Error)) await other.close();
+    expect(other).toBeInstanceOf(Error);
+    expect((other as Error).message).toMatch(/Another opencode-a2a gateway uses the PostgreSQL database/);
+    expect((other as Error).message).not.toContain(new URL(env.A2A_TASK_STORE_DATABASE_URL!).password || "\u0000");
+  });
+
   it("before the restart: one completed task per line and transport, and one still running", async () => {
     const g = first!;
     for (const m of MODES) {
@@ -50,7 +85,6 @@ describe.sequential("restart on the same SQLite file", () => {
     orphan = { mode: m, id: running.id };
     await g.close();
     first = undefined;
-    expect(fs.existsSync(path.join(dir, "a.db"))).toBe(true);
     // Let anything the closed gateway still had in flight settle (it must not throw after close).
     await new Promise((r) => setTimeout(r, 200));
   });

@@ -22,6 +22,7 @@ import {
   SCHEMA_NAME,
   sessionScopeKey,
   StorageError,
+  describeStoreLocation,
   type Storage,
 } from "../../src/storage/index.js";
 
@@ -367,23 +368,27 @@ describe("store URL and backend", () => {
     expect(parseStoreUrl(undefined, cwd)).toEqual({ kind: "file", path: "/srv/app/opencode-a2a.db" });
   });
 
-  it.each(["postgresql://u:p@h/db", "sqlite://", "sqlite:///", "sqlite:////", "sqlite:///a.db?mode=ro", "file:a.db", "", "sqlite:///dir/", "mysql+aiomysql:///x"])(
+  it.each(["sqlite://", "sqlite:///", "sqlite:////", "sqlite:///a.db?mode=ro", "file:a.db", "", "sqlite:///dir/", "mysql+aiomysql:///x"])(
     "rejects %j naming the variable and the accepted forms",
     (url) => {
-      expectStorageError(() => parseStoreUrl(url, cwd), "INVALID_URL", /A2A_TASK_STORE_DATABASE_URL=.*Accepted forms: sqlite:\/\/\/relative/);
+      expectStorageError(() => parseStoreUrl(url, cwd), "INVALID_URL", /A2A_TASK_STORE_DATABASE_URL=.*Accepted forms: sqlite:\/\/\/relative.*postgres:\/\//);
     },
   );
 
-  it("a PostgreSQL URL is refused as not yet a whole-store backend, its password never printed", async () => {
-    for (const url of ["postgres://bob:hunter2@db.example:5432/a2a", "postgresql://bob:hunter2@db.example/a2a"]) {
+  it("a PostgreSQL URL names the PostgreSQL store; a malformed one is refused without its password", async () => {
+    for (const url of ["postgres://bob:hunter2@db.example:5432/a2a", "postgresql://bob:hunter2@db.example/a2a", "postgres:///a2a?host=/run/postgresql"]) {
+      expect(parseStoreUrl(url, cwd)).toEqual({ kind: "postgres", url });
+    }
+    expect(describeStoreLocation({ kind: "postgres", url: "postgres://bob:hunter2@db.example:5432/a2a" })).toBe("postgresql postgres://bob:***@db.example:5432/a2a");
+    for (const url of ["postgres://bob:hunter2@[::1/a2a", "postgresql://bob:hunter2@/a2a"]) {
       let message = "";
       try {
         parseStoreUrl(url, cwd);
       } catch (err) {
+        expect((err as StorageError).code).toBe("INVALID_URL");
         message = (err as Error).message;
       }
-      expect(message).toMatch(/PostgreSQL is not yet a backend/);
-      expect(message).toContain("bob:***@db.example");
+      expect(message).toMatch(/A2A_TASK_STORE_DATABASE_URL=/);
       expect(message).not.toContain("hunter2");
     }
   });
