@@ -18,7 +18,7 @@ import {
   type NewAuditEntry,
 } from "../../src/storage/index.js";
 import { openPostgres } from "../../src/storage/sql/postgres.js";
-import { freshDatabase, postgresUrl } from "../support/postgres.js";
+import { freshDatabase, openTestPostgres, postgresUrl } from "../support/postgres.js";
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-audit-"));
 afterAll(() => fs.rmSync(tmpRoot, { recursive: true, force: true }));
@@ -93,20 +93,12 @@ if (postgresUrl !== undefined) {
   backends.push({
     name: "postgres",
     open: async () => {
-      const database = await freshDatabase();
-      const pg = await openPostgres(database.url);
-      let closed = false;
-      const close = async (): Promise<void> => {
-        if (!closed) await pg.close();
-        closed = true;
-      };
-      return {
+      const pg = await openTestPostgres();      return {
         audit: new SqlAuditStore(pg.db),
-        close: async () => {
-          await close();
-          await database.drop();
-        },
-        break: close,
+
+        close: pg.close,
+
+        break: pg.break,
       };
     },
   });

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { A2AError } from "../../src/contract/errors.js";
 import { openStorage, sessionRecordsView, SqlSessionStore, type SessionStore } from "../../src/storage/index.js";
 import { openPostgres, type PostgresDatabase } from "../../src/storage/sql/postgres.js";
-import { freshDatabase, postgresUrl } from "../support/postgres.js";
+import { freshDatabase, openTestPostgres, postgresUrl } from "../support/postgres.js";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-session-store-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -49,20 +49,12 @@ if (postgresUrl !== undefined) {
   backends.push([
     "postgres",
     async (now) => {
-      const database = await freshDatabase();
-      const pg = await openPostgres(database.url);
-      let closed = false;
-      const close = async (): Promise<void> => {
-        if (!closed) await pg.close();
-        closed = true;
-      };
-      return {
+      const pg = await openTestPostgres();      return {
         store: new SqlSessionStore(pg.db, now),
-        close: async () => {
-          await close();
-          await database.drop();
-        },
-        break: close,
+
+        close: pg.close,
+
+        break: pg.break,
       };
     },
   ]);

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStorage, SqlMessageStore, SqlSubtaskCallStore, type MessageStore, type StoredMessage, type SubtaskCallStore } from "../../src/storage/index.js";
 import { LATEST_POSTGRES_VERSION, openPostgres, POSTGRES_SCHEMA_NAME, type PostgresDatabase } from "../../src/storage/sql/postgres.js";
 import { A2AError } from "../../src/contract/errors.js";
-import { freshDatabase, postgresUrl } from "../support/postgres.js";
+import { freshDatabase, openTestPostgres, postgresUrl } from "../support/postgres.js";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-message-store-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -69,21 +69,13 @@ if (postgresUrl !== undefined) {
   backends.push([
     "postgres",
     async () => {
-      const database = await freshDatabase();
-      const pg = await openPostgres(database.url);
-      let closed = false;
-      const close = async (): Promise<void> => {
-        if (!closed) await pg.close();
-        closed = true;
-      };
-      return {
+      const pg = await openTestPostgres();      return {
         store: new SqlMessageStore(pg.db),
         calls: new SqlSubtaskCallStore(pg.db),
-        close: async () => {
-          await close();
-          await database.drop();
-        },
-        break: close,
+
+        close: pg.close,
+
+        break: pg.break,
       };
     },
   ]);
