@@ -269,8 +269,8 @@ describe("PushService configs", () => {
     await h.service.set(alice, "1.0", input("t1", { id: "b" }));
     await h.service.delete(alice, { taskId: "t1", id: a.id });
     expect((await h.service.list(alice, "t1")).map((c) => c.id)).toEqual(["b"]);
-    expect(() => h.service.delete(alice, { taskId: "t1", id: a.id })).not.toThrow();
-    expect(() => h.service.delete(alice, { taskId: "t1", id: "never-existed" })).not.toThrow();
+    await expect(h.service.delete(alice, { taskId: "t1", id: a.id })).resolves.toBeUndefined();
+    await expect(h.service.delete(alice, { taskId: "t1", id: "never-existed" })).resolves.toBeUndefined();
     expect((await h.service.list(alice, "t1")).map((c) => c.id)).toEqual(["b"]);
     await rejectsA2AError(() => h.service.get(alice, { taskId: "t1", id: "a" }), "TASK_NOT_FOUND");
   });
@@ -313,9 +313,9 @@ describe("PushService configs", () => {
       ["b", URL_B],
     ]);
     // Another task has its own limit; a delete makes room.
-    expect(() => h.service.set(alice, "1.0", input("t2", { id: "c" }))).not.toThrow();
+    await expect(h.service.set(alice, "1.0", input("t2", { id: "c" }))).resolves.toMatchObject({ taskId: "t2", id: "c" });
     await h.service.delete(alice, { taskId: "t1", id: "a" });
-    expect(() => h.service.set(alice, "1.0", input("t1", { id: "c" }))).not.toThrow();
+    await expect(h.service.set(alice, "1.0", input("t1", { id: "c" }))).resolves.toMatchObject({ taskId: "t1", id: "c" });
   });
 });
 
