@@ -116,7 +116,9 @@ describe.skipIf(!haveChrome && !inCi)("docs pages in headless Chromium", () => {
   it("/docs/jsonrpc (linked from /docs) shows SendMessage, message/send and the extension methods", async () => {
     const { page, visit } = await openPage(browser);
     await page.goto(`${gw.url}/docs`, { waitUntil: "load" });
-    await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click('.docs-nav a[href="/docs/jsonrpc"]')]);
+    // Waited for by what it leads to: Swagger UI's own in-page navigations can settle a waitForNavigation first.
+    await page.click('.docs-nav a[href="/docs/jsonrpc"]');
+    await page.waitForFunction(() => location.pathname === "/docs/jsonrpc" && document.readyState === "complete", { timeout: 30_000 });
     expect(page.url()).toBe(`${gw.url}/docs/jsonrpc`);
     const methods = await page.$$eval("article[data-method]", (els) => els.map((e) => e.getAttribute("data-method")));
     expect(methods).toContain("SendMessage");
