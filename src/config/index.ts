@@ -109,6 +109,8 @@ export const variables = {
     },
   },
   taskStoreCacheSize: int("A2A_TASK_STORE_CACHE_SIZE", DEFAULT_TASK_CACHE_SIZE, 0, 10_000_000, "SQLite store: tasks kept parsed in memory for GetTask (about 2 KiB each, least recently read dropped first); `0` reads every task from SQLite. Writes by other processes to the same file are noticed (`PRAGMA data_version`)."),
+  instanceId: str("A2A_INSTANCE_ID", undefined, "PostgreSQL store: this gateway's name among the gateways of the database (default: a new random id per start). A gateway restarted with the same id fails its previous run's unfinished tasks at once instead of after the lease."),
+  instanceLease: seconds("A2A_INSTANCE_LEASE_SECONDS", 15, 0.3, 3_600, "PostgreSQL store: each gateway renews its lease every third of this; when a gateway stops renewing, another one fails the tasks it was running this long after its last renewal."),
   pendingClaimTtl: seconds("A2A_PENDING_SESSION_CLAIM_TTL_SECONDS", 30, 1, 86_400, "How long an explicit `metadata.shared.session.id` is reserved for its caller before its first turn succeeds."),
   cancelAbortTimeout: seconds("A2A_CANCEL_ABORT_TIMEOUT_SECONDS", 2, 0.1, 300, "Cancel answers at once; the upstream abort is given this long."),
   turnReconnectGrace: seconds("A2A_TURN_RECONNECT_GRACE_SECONDS", 30, 1, 3_600, "A running task whose upstream event stream is lost fails if it is not back within this time."),

@@ -15,7 +15,7 @@ export const STREAM_BACKLOG_LIMIT = 10_000;
 
 export type EventQueue = BoundedQueue<StreamEvent, A2AError>;
 
-const backlogExceeded = (): A2AError =>
+export const backlogExceeded = (): A2AError =>
   new A2AError(
     "STREAM_BUDGET_EXCEEDED",
     `Stream closed: the client fell ${STREAM_BACKLOG_LIMIT} events behind; the task goes on and can be resubscribed`,

@@ -3,6 +3,7 @@
 import type { Logger } from "pino";
 import type { Principal } from "../auth/index.js";
 import type { Routing, RoutingPolicy } from "../bridge/directory.js";
+import type { Cluster } from "../cluster/index.js";
 import type { SessionResolver } from "../bridge/sessions.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Message, Metadata, StatusUpdateEvent, Task } from "../protocol/model.js";
@@ -15,6 +16,8 @@ import type { ModelMonitor } from "../upstream/model-check.js";
 
 export interface RuntimeOptions {
   store: TaskStore;
+  /** The gateways of the database (src/cluster): tasks record the instance running them; others forward to it. */
+  cluster?: Cluster;
   upstream: UpstreamClient;
   hub: EventHub;
   sessions: SessionResolver;

@@ -1,34 +1,59 @@
-// The restart sweep of the task runtime (./tasks.ts): tasks a previous process left running cannot be continued
-// (their turn's events are gone), so at start they end as failed with GATEWAY_RESTARTED, told to their observers
-// like any other state change.
+// The restart sweep of the task runtime (./tasks.ts): tasks a previous process (or, on PostgreSQL, a gateway instance
+// whose lease ran out) left running cannot be continued (their turn's events are gone), so they end as failed with
+// GATEWAY_RESTARTED, told to their observers like any other state change.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { now, type Task } from "../protocol/model.js";
+import { isTerminal, now, type Task } from "../protocol/model.js";
 import type { SaveResult, TaskStore } from "../storage/tasks.js";
 import { mergeOpencode } from "./lifecycle.js";
+import type { LiveTask } from "./live-task.js";
 
-const MESSAGE = "The gateway restarted while this task was running; its turn cannot be continued.";
+const RESTARTED = "The gateway restarted while this task was running; its turn cannot be continued.";
+const LOST = "The gateway instance running this task stopped (its lease ran out); its turn cannot be continued.";
 
-/** Fails every task stored in a non-terminal state; returns how many. */
-export async function failOrphans(store: TaskStore, save: (task: Task) => Promise<SaveResult>, log: Pick<Logger, "warn">): Promise<number> {
-  const error = { type: "GATEWAY_RESTARTED", message: MESSAGE };
+/**
+ * Fails every task stored in a non-terminal state that no instance in `alive` runs (undefined: every one); returns how
+ * many. A task that ended meanwhile is left as it is (first terminal state wins).
+ */
+export async function failOrphans(store: TaskStore, save: (task: Task) => Promise<SaveResult>, log: Pick<Logger, "warn">, alive?: readonly string[]): Promise<number> {
+  const message = alive === undefined ? RESTARTED : LOST;
+  const error = { type: "GATEWAY_RESTARTED", message };
   let failed = 0;
-  for (const state of ["submitted", "working", "input-required", "auth-required"] as const) {
-    for (;;) {
-      const page = await store.list(undefined, { state, pageSize: 100 });
-      let applied = 0;
-      for (const task of page.tasks) {
-        const status = {
-          state: "failed" as const,
-          timestamp: now(),
-          message: { messageId: randomUUID(), role: "agent" as const, parts: [{ kind: "text" as const, text: MESSAGE }], taskId: task.id, contextId: task.contextId },
-        };
-        if ((await save({ ...task, status, metadata: mergeOpencode(task.metadata, { error }) })).applied) applied++;
-      }
-      failed += applied;
-      if (applied === 0) break; // the page is empty (or nothing could change): done with this state
+  for (;;) {
+    let applied = 0;
+    for (const task of await store.orphans(alive, 100)) {
+      const status = {
+        state: "failed" as const,
+        timestamp: now(),
+        message: { messageId: randomUUID(), role: "agent" as const, parts: [{ kind: "text" as const, text: message }], taskId: task.id, contextId: task.contextId },
+      };
+      if ((await save({ ...task, status, metadata: mergeOpencode(task.metadata, { error }) })).applied) applied++;
     }
+    failed += applied;
+    if (applied === 0) break; // none left (or none could change): done
   }
-  if (failed > 0) log.warn({ failed }, "tasks left running by a previous process were marked failed");
+  if (failed > 0) log.warn({ failed }, alive === undefined ? "tasks left running by a previous process were marked failed" : "tasks of gateway instances that stopped were marked failed");
   return failed;
+}
+
+/** Every unfinished turn in progress upstream is lost (`lose`); returns how many. */
+export function loseTurns(tasks: Iterable<LiveTask>, lose: (live: LiveTask) => void): number {
+  let lost = 0;
+  for (const live of [...tasks]) {
+    if (isTerminal(live.state) || live.sessionId === undefined) continue;
+    lose(live);
+    lost++;
+  }
+  return lost;
+}
+
+/** Shutdown deadline: every unfinished task's waiting clients get its current state (LiveTask.release); how many. */
+export function releaseAll(tasks: Iterable<LiveTask>): number {
+  let released = 0;
+  for (const live of tasks) {
+    if (isTerminal(live.state)) continue;
+    released++;
+    live.release();
+  }
+  return released;
 }

@@ -24,9 +24,10 @@ import { mergeOpencode, TaskLifecycle } from "./lifecycle.js";
 import { LiveTask, newTask } from "./live-task.js";
 import type { Configure, PendingInterrupt, RuntimeOptions, TurnSpec } from "./options.js";
 import { checkContinuation, checkModel, noTurnToContinue, notTheOwner, outputModes, requestMetadata, wantsFileContents } from "./requests.js";
-import { failOrphans } from "./restart.js";
+import { failOrphans, loseTurns, releaseAll } from "./restart.js";
 import { asTaskError, errorText } from "./task-error.js";
 import { TurnLoop } from "./turn.js";
+import { RemoteTasks } from "./remote.js";
 
 export type { StreamHandle } from "./fanout.js";
 export type { InterruptHooks, PendingInterrupt, RuntimeOptions, TransitionHooks, TurnArtifactOptions, TurnSpec } from "./options.js";
@@ -40,22 +41,21 @@ export class TaskRuntime {
   readonly #lifecycle: TaskLifecycle;
   readonly #turns: TurnLoop;
   readonly #abortUpstream: AbortUpstream;
+  /** Tasks whose turn runs on another gateway of the database (PostgreSQL); undefined when this gateway is alone. */
+  readonly #remote: RemoteTasks | undefined;
 
   constructor(private readonly opts: RuntimeOptions) {
     this.#health = opts.storeHealth ?? new StoreHealth();
     this.#admission = new Admission(opts.admission ?? { maxRunning: 32, queueLimit: 1_000 }, opts.metrics, () => this.#lifecycle.stopped);
     const abortUpstream = (this.#abortUpstream = upstreamAbort(opts));
-    this.#lifecycle = new TaskLifecycle({
-      store: opts.store,
-      health: this.#health,
-      transitions: opts.transitions,
-      metrics: opts.metrics,
-      log: opts.log,
-      admission: this.#admission,
-      abortUpstream,
-    });
+    const { store, transitions, metrics, log } = opts;
+    this.#lifecycle = new TaskLifecycle({ store, health: this.#health, transitions, metrics, log, admission: this.#admission, abortUpstream });
     this.#turns = new TurnLoop({ opts, lifecycle: this.#lifecycle, admission: this.#admission, live: this.#live, abortUpstream });
+    this.#remote = RemoteTasks.serving(opts, this, (id) => this.#live.has(id));
   }
+
+  /** The other gateway running the task's turn, when it runs on one (never for a task live here). */
+  readonly #runner = (taskId: string | undefined): Promise<string | undefined> => this.#remote?.runner(taskId) ?? Promise.resolve(undefined);
 
   /** The live tasks whose turn has an OpenCode session (the MCP tools attribute OpenCode's calls to them). */
   onSessions(): LiveTask[] {
@@ -77,13 +77,13 @@ export class TaskRuntime {
     return this.#live.size;
   }
 
-  // ---- send / stream ------------------------------------------------------------------------------------------
-
   /**
    * message/send: starts (or continues) a task. Blocking (default) waits until the task is terminal or
    * interrupted; non-blocking returns the working task at once. `spec`: a subtask's agent, command and start gate.
    */
   async send(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
+    const peer = await this.#runner(params.message.taskId);
+    if (peer !== undefined) return this.#remote!.send(peer, principal, params, configure, trace);
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
     // Blocking: the answer is in the store before it is given, so a read of the task anywhere sees it.
     if (params.configuration?.blocking !== false) await live.settled().then(() => live.writes);
@@ -93,6 +93,8 @@ export class TaskRuntime {
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
   async stream(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext): Promise<StreamHandle> {
+    const peer = await this.#runner(params.message.taskId);
+    if (peer !== undefined) return this.#remote!.stream(peer, principal, params, configure, trace);
     const { queue } = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: l.task }), configure, trace);
     return streamHandle(queue, this.opts.metrics);
   }
@@ -136,7 +138,11 @@ export class TaskRuntime {
     live.diffAsFile = modes.diffAsFile;
     live.includeFileContents = wantsFileContents(metadata);
     await this.#lifecycle.write(() =>
-      this.opts.store.create(task, principal.id, { acceptedOutputModes: modes.accepted, ...("directory" in routing ? { directory: routing.directory } : {}) }),
+      this.opts.store.create(task, principal.id, {
+        acceptedOutputModes: modes.accepted,
+        ...("directory" in routing ? { directory: routing.directory } : {}),
+        ...(this.opts.cluster === undefined ? {} : { instance: this.opts.cluster.instance }),
+      }),
     );
     this.#live.set(taskId, live);
     if (configure !== undefined) {
@@ -217,8 +223,8 @@ export class TaskRuntime {
   /** The pending interrupt of a task the caller can see (for tasks/provideInputAndContinue). */
   async pendingInterrupt(principal: Principal, taskId: string): Promise<PendingInterrupt | undefined> {
     await this.#visible(principal, taskId);
-    const live = this.#live.get(taskId);
-    return live === undefined ? undefined : live.pendingInterrupt();
+    const peer = await this.#runner(taskId);
+    return peer === undefined ? this.#live.get(taskId)?.pendingInterrupt() : this.#remote!.pendingInterrupt(peer, principal, taskId);
   }
 
   /**
@@ -227,6 +233,8 @@ export class TaskRuntime {
    */
   async resume(principal: Principal, taskId: string): Promise<Task> {
     await this.#visible(principal, taskId);
+    const peer = await this.#runner(taskId);
+    if (peer !== undefined) return this.#remote!.resume(peer, principal, taskId);
     const live = this.#live.get(taskId);
     if (live === undefined) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
     this.#lifecycle.resume(live);
@@ -236,12 +244,12 @@ export class TaskRuntime {
   /** Resolves when the task is terminal or interrupted again (blocking tasks/provideInputAndContinue). */
   async settled(principal: Principal, taskId: string): Promise<Task> {
     await this.#visible(principal, taskId);
+    const peer = await this.#runner(taskId);
+    if (peer !== undefined) return this.#remote!.settled(peer, principal, taskId);
     const live = this.#live.get(taskId);
     if (live !== undefined) await live.settled().then(() => live.writes);
     return this.get(principal, taskId);
   }
-
-  // ---- get / list -----------------------------------------------------------------------------------------
 
   /**
    * The task as the caller may see it: another principal's task is TaskNotFound, never "forbidden". A task without a
@@ -293,8 +301,6 @@ export class TaskRuntime {
     return this.opts.store.list(principal.admin ? undefined : principal.id, params);
   }
 
-  // ---- cancel -------------------------------------------------------------------------------------------------
-
   /** Canceled at once and idempotent; the upstream abort is best effort within A2A_CANCEL_ABORT_TIMEOUT_SECONDS. */
   async cancel(principal: Principal, taskId: string): Promise<Task> {
     const started = performance.now();
@@ -307,6 +313,9 @@ export class TaskRuntime {
         throw new A2AError("TASK_NOT_CANCELABLE", `Task ${taskId} is already ${task.status.state}`, { task_id: taskId, state: task.status.state });
       }
       const live = this.#live.get(taskId);
+      const peer = await this.#runner(taskId);
+      const canceled = peer === undefined ? undefined : await this.#remote!.cancel(peer, principal, taskId);
+      if (canceled !== undefined) return canceled;
       if (live === undefined) {
         // Stored as running but no turn is live (the gateway restarted mid-turn): cancel the record.
         const stored: Task = { ...task, status: { state: "canceled", timestamp: now() } };
@@ -322,8 +331,6 @@ export class TaskRuntime {
     }
   }
 
-  // ---- subscribe ----------------------------------------------------------------------------------------------
-
   /**
    * tasks/resubscribe / SubscribeToTask: the current Task first, then the live events. A terminal task: 0.3
    * replays it once and closes; 1.0 answers UnsupportedOperation.
@@ -332,6 +339,8 @@ export class TaskRuntime {
     const annotate = await this.#annotation(taskId);
     const task = annotate((await this.#visible(principal, taskId)).task);
     const live = this.#live.get(taskId);
+    const peer = isTerminal(task.status.state) ? undefined : await this.#runner(taskId);
+    if (peer !== undefined) return this.#remote!.subscribe(peer, principal, taskId, line);
     if (live === undefined || isTerminal(live.state)) {
       if (line === "1.0" || !isTerminal(task.status.state)) {
         throw new A2AError("UNSUPPORTED_OPERATION", `Task ${taskId} is ${task.status.state}: there is no live stream to subscribe to`, {
@@ -347,11 +356,13 @@ export class TaskRuntime {
     return streamHandle(live.fanout.subscribe({ kind: "task", task: annotate(live.task) }), this.opts.metrics);
   }
 
-  // ---- restart, lost turns, shutdown --------------------------------------------------------------------------
-
-  /** At start: tasks a previous process left running end as failed with GATEWAY_RESTARTED. Returns how many. */
-  failOrphans(): Promise<number> {
-    return failOrphans(this.opts.store, (task) => this.#lifecycle.save(task), this.opts.log);
+  /**
+   * Tasks no live gateway runs end as failed with GATEWAY_RESTARTED: at start, and (PostgreSQL) at every lease renewal
+   * for the tasks of gateways whose lease ran out. `alive`: the live instances (undefined: this gateway is alone, so
+   * every unfinished task in the store is left over). Returns how many.
+   */
+  failOrphans(alive?: readonly string[]): Promise<number> {
+    return failOrphans(this.opts.store, (task) => this.#lifecycle.save(task), this.opts.log, alive);
   }
 
   /**
@@ -365,13 +376,7 @@ export class TaskRuntime {
 
   /** The OpenCode process ended (managed mode): every turn in progress is lost with it. Returns how many. */
   upstreamLost(detail: string): number {
-    let lost = 0;
-    for (const live of [...this.#live.values()]) {
-      if (isTerminal(live.state) || live.sessionId === undefined) continue;
-      this.#lifecycle.turnLost(live, detail);
-      lost++;
-    }
-    return lost;
+    return loseTurns(this.#live.values(), (live) => this.#lifecycle.turnLost(live, detail));
   }
 
   /**
@@ -380,13 +385,7 @@ export class TaskRuntime {
    * and end. The tasks themselves are left as they are (a restart fails the unfinished ones as GATEWAY_RESTARTED).
    */
   release(): number {
-    let released = 0;
-    for (const live of this.#live.values()) {
-      if (isTerminal(live.state)) continue;
-      released++;
-      live.release();
-    }
-    return released;
+    return releaseAll(this.#live.values());
   }
 
   /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */

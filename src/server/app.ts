@@ -7,6 +7,7 @@ import { preloadValidators } from "../contract/validate.js";
 import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
+import { openCluster, type Cluster } from "../cluster/index.js";
 import { AccessLimits } from "../auth/limits.js";
 import { AddressGuard } from "../auth/address-guard.js";
 import type { DeploymentFacts } from "../discovery/facts.js";
@@ -171,6 +172,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     },
   });
   let runtime: TaskRuntime | undefined;
+  let cluster: Cluster | undefined;
   let model: ModelMonitor | undefined;
   let push: PushService | undefined;
   let sessions: SessionResolver | undefined;
@@ -236,8 +238,16 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       policies === undefined
         ? undefined
         : await GovernorService.create({ policies, trail, upstream: upstream.client, sessions, routing, metrics, log: governanceLog });
+    // The gateways of the database (PostgreSQL): this one's lease and the bus to the others (src/cluster).
+    cluster = openCluster({
+      storage,
+      ...(config.instanceId === undefined ? {} : { instance: config.instanceId }),
+      leaseMs: config.instanceLease * 1000,
+      log: log.child({ component: "cluster" }),
+    });
     runtime = new TaskRuntime({
       store: storage.tasks,
+      cluster,
       upstream: upstream.client,
       hub: upstream.hub,
       sessions,
@@ -265,8 +275,10 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       if (tasksOf.active === 0) return;
       tasksOf.upstreamLost(`the OpenCode process exited (${signal ?? `code ${String(code)}`}) while the turn ran`);
     });
-    // Tasks a previous process left running are failed (and their push configs told), then delivery starts.
-    await runtime.failOrphans();
+    // Tasks a previous process (or a gateway whose lease ran out) left running are failed (and their push configs
+    // told), then delivery starts. On PostgreSQL the sweep runs again at every lease renewal.
+    const sweeping = runtime;
+    await cluster.start(async (alive) => void (await sweeping.failOrphans(alive)));
     push?.start();
   }
   // Messages between OpenCode sessions (seed 002): the opencode.messages.* methods and the MCP messaging tools.
@@ -381,6 +393,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     async close() {
       if (expirySweep !== undefined) clearInterval(expirySweep);
       runtime?.shutdown();
+      await cluster?.stop();
       await push?.stop();
       await recorder.close();
       await mcp?.close();

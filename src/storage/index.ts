@@ -18,7 +18,7 @@ import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
-import type { PoolClient } from "pg";
+import type { Pool } from "pg";
 import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
 import { openPostgres } from "./sql/postgres.js";
 
@@ -66,6 +66,8 @@ export interface Storage {
   messages: MessageStore;
   /** The query builder every SQL store runs on (SQLite: the same connection as `database`). */
   sql: Kysely<SqlSchema>;
+  /** The PostgreSQL pool (postgres backend): the gateways' bus and leases (src/cluster) use it. */
+  postgres?: { pool: Pool; url: string };
   /** The SQLite database (sqlite and memory backends): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
   close(): Promise<void>;
@@ -107,44 +109,30 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
 }
 
 /**
- * PostgreSQL: a pool, the schema migrated under an advisory lock (./sql/postgres.ts), and a session-level advisory
- * lock held on a connection of its own for as long as the store is open. Until the live side of a task (its events,
- * cancel, interrupt replies, the restart sweep) works across gateways, one gateway at a time uses a database: a
- * second one is refused at start rather than failing the first one's running tasks as left over from a restart.
+ * PostgreSQL: a pool and the schema migrated under an advisory lock (./sql/postgres.ts). Any number of gateways may
+ * share the database: the live side of a task (its events, cancel, interrupt replies, the sweep of a dead gateway's
+ * tasks) goes between them through src/cluster, which uses `postgres.pool`.
  */
 async function openPostgresStorage(url: string, now: Clock): Promise<Storage> {
   const pg = await openPostgres(url);
-  let holder: PoolClient | undefined;
   try {
-    holder = await pg.pool.connect();
-    const { rows } = await holder.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1) AS locked", [GATEWAY_LOCK.toString()]);
-    if (rows[0]?.locked !== true) {
-      throw new StorageError("OPEN_FAILED", `Another opencode-a2a gateway uses the PostgreSQL database ${redactUrl(url)}: one gateway per database in this build`);
-    }
     const tasks = await SqlTaskStore.open(pg.db);
-    const lock = holder;
     return {
       ...stores(pg.db, tasks, now),
       backend: "postgres",
       description: describeStoreLocation({ kind: "postgres", url }),
-      close: async () => {
-        lock.release(true); // the session ends with its connection, and the advisory lock with it
-        await pg.close();
-      },
+      postgres: { pool: pg.pool, url },
+      close: () => pg.close(),
     };
   } catch (err) {
-    holder?.release(true);
     await pg.close().catch(() => undefined);
     if (err instanceof StorageError) throw err;
     throw new StorageError("OPEN_FAILED", `Cannot open the PostgreSQL task store ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
   }
 }
 
-/** pg_try_advisory_lock key of a gateway using a PostgreSQL database (any fixed number the operator does not use). */
-const GATEWAY_LOCK = 0x0a2a_6a7e_3a7en;
-
 /** Every store on one query builder, and the transaction that binds the task and push stores to one connection. */
-function stores(sql: Kysely<SqlSchema>, tasks: SqlTaskStore, now: Clock): Omit<Storage, "backend" | "description" | "database" | "close"> {
+function stores(sql: Kysely<SqlSchema>, tasks: SqlTaskStore, now: Clock): Omit<Storage, "backend" | "description" | "database" | "postgres" | "close"> {
   return {
     sql,
     tasks,

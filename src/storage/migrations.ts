@@ -244,6 +244,13 @@ CREATE INDEX IF NOT EXISTS a2a_session_messages_buffer ON a2a_session_messages (
 CREATE INDEX IF NOT EXISTS a2a_session_messages_reply ON a2a_session_messages (in_reply_to, created_at);
 `;
 
+// The gateway instance that runs a task's turn (src/cluster): with PostgreSQL another gateway fails the task when that
+// instance's lease ran out; SQLite keeps the column so one store implementation serves both.
+function v12(db: Database.Database): void {
+  const exists = prepare(db, "SELECT COUNT(*) FROM pragma_table_info('a2a_tasks') WHERE name = 'instance'").pluck().get() === 1;
+  if (!exists) db.exec("ALTER TABLE a2a_tasks ADD COLUMN instance TEXT");
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
@@ -256,6 +263,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, description: "governance trail (permission decisions, governor feedback)", up: (db) => db.exec(V9) },
   { version: 10, description: "audit log peer (the host of an outbound call of the MCP tools)", up: v10 },
   { version: 11, description: "messages between OpenCode sessions (seed 002)", up: (db) => db.exec(V11) },
+  { version: 12, description: "tasks: the gateway instance running the turn", up: v12 },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

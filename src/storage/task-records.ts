@@ -13,6 +13,8 @@ export interface TaskExtra {
   acceptedOutputModes?: string[];
   sessionId?: string;
   directory?: string;
+  /** The gateway instance that runs the task's turn (src/cluster); set at create. */
+  instance?: string;
 }
 
 export interface StoredTask extends TaskExtra {
@@ -72,6 +74,11 @@ export interface TaskStore {
   save(task: Task): Promise<SaveResult>;
   /** Update the binding fields of an existing task (only the given keys). Returns false when the task is unknown. */
   updateExtra(id: string, extra: TaskExtra): Promise<boolean>;
+  /**
+   * Up to `limit` tasks in a non-terminal state that no live gateway runs: their instance is not in `alive` (or
+   * unknown). `alive` undefined: every non-terminal task (one gateway per database, at its start).
+   */
+  orphans(alive: readonly string[] | undefined, limit: number): Promise<Task[]>;
   /** List tasks of `owner` (undefined = every owner). */
   list(owner: string | undefined, params?: ListParams): Promise<TaskListResult>;
   count(): Promise<number>;

@@ -89,6 +89,7 @@ export class SqlTaskStore implements TaskStore {
           directory: extra.directory ?? null,
           accepted_output_modes: extra.acceptedOutputModes === undefined ? null : JSON.stringify(extra.acceptedOutputModes),
           task_json: serialize(task),
+          instance: extra.instance ?? null,
           created_at: stamp,
           updated_at: stamp,
         })
@@ -102,7 +103,7 @@ export class SqlTaskStore implements TaskStore {
     const row = await storeCall("tasks.get", () =>
       this.db
         .selectFrom("a2a_tasks")
-        .select(["owner", "task_json", "session_id", "directory", "accepted_output_modes", "created_at", "updated_at"])
+        .select(["owner", "task_json", "session_id", "directory", "accepted_output_modes", "created_at", "updated_at", "instance"])
         .where("id", "=", id)
         .executeTakeFirst(),
     );
@@ -111,6 +112,7 @@ export class SqlTaskStore implements TaskStore {
     if (row.accepted_output_modes !== null) out.acceptedOutputModes = JSON.parse(row.accepted_output_modes) as string[];
     if (row.session_id !== null) out.sessionId = row.session_id;
     if (row.directory !== null) out.directory = row.directory;
+    if (row.instance !== null) out.instance = row.instance;
     return out;
   }
 
@@ -184,6 +186,15 @@ export class SqlTaskStore implements TaskStore {
       const result = await this.db.updateTable("a2a_tasks").set(set).where("id", "=", id).executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
     });
+  }
+
+  async orphans(alive: readonly string[] | undefined, limit: number): Promise<Task[]> {
+    const rows = await storeCall("tasks.orphans", () => {
+      let q = this.db.selectFrom("a2a_tasks").select("task_json").where("state", "not in", TERMINAL);
+      if (alive !== undefined && alive.length > 0) q = q.where((eb) => eb.or([eb("instance", "is", null), eb("instance", "not in", alive)]));
+      return q.orderBy("id").limit(limit).execute();
+    });
+    return rows.map((row) => JSON.parse(row.task_json) as Task);
   }
 
   async list(owner: string | undefined, params: ListParams = {}): Promise<TaskListResult> {

@@ -11,11 +11,12 @@ export const LAYERS = {
   tracing: ["util"],
   storage: ["config", "contract", "protocol", "util"],
   auth: ["config", "contract", "storage", "util"],
+  cluster: ["auth", "config", "contract", "storage", "util"],
   observability: ["config", "contract", "logging", "storage", "tracing", "util"],
   upstream: ["config", "contract", "logging", "observability", "tracing", "util"],
   client: ["config", "contract", "util"],
   bridge: ["auth", "config", "contract", "protocol", "tracing", "upstream", "util"],
-  runtime: ["auth", "bridge", "config", "contract", "observability", "protocol", "storage", "tracing", "upstream", "util"],
+  runtime: ["auth", "bridge", "cluster", "config", "contract", "observability", "protocol", "storage", "tracing", "upstream", "util"],
   push: ["auth", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "util"],
   operations: ["auth", "contract", "protocol", "push", "runtime", "tracing", "util"],
   subtasks: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
@@ -26,7 +27,7 @@ export const LAYERS = {
   pipeline: ["auth", "config", "contract", "logging", "observability", "protocol", "tracing", "util"],
   mcp: ["auth", "bridge", "client", "config", "contract", "messages", "observability", "pipeline", "protocol", "upstream", "util"],
   transport: ["auth", "contract", "discovery", "logging", "observability", "operations", "pipeline", "protocol", "tracing", "util"],
-  server: ["auth", "bridge", "config", "contract", "discovery", "extensions", "governance", "logging", "mcp", "messages", "observability", "operations", "pipeline", "protocol", "push", "runtime", "storage", "subtasks", "tracing", "transport", "upstream", "util"],
+  server: ["auth", "bridge", "cluster", "config", "contract", "discovery", "extensions", "governance", "logging", "mcp", "messages", "observability", "operations", "pipeline", "protocol", "push", "runtime", "storage", "subtasks", "tracing", "transport", "upstream", "util"],
   cli: ["auth", "client", "config", "contract", "logging", "server", "storage", "upstream", "util"],
 };
 

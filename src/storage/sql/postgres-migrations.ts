@@ -209,4 +209,25 @@ CREATE INDEX IF NOT EXISTS a2a_governance_trail_task ON a2a_governance_trail (ta
 CREATE UNIQUE INDEX IF NOT EXISTS a2a_governance_trail_request ON a2a_governance_trail (request_id) WHERE kind = 'decision';
 `,
   },
+  {
+    version: 9,
+    description: "gateway instances: leases, the instance running a task, bus payloads too large for NOTIFY",
+    // a2a_instances: one row per running gateway, its lease renewed by a heartbeat (src/cluster/leases.ts).
+    // a2a_bus_payloads: a message between gateways larger than a NOTIFY payload, read (and deleted) by its receiver.
+    sql: `
+ALTER TABLE a2a_tasks ADD COLUMN IF NOT EXISTS instance TEXT;
+CREATE INDEX IF NOT EXISTS a2a_tasks_unfinished ON a2a_tasks (id) WHERE state NOT IN ('completed', 'canceled', 'failed', 'rejected');
+CREATE TABLE IF NOT EXISTS a2a_instances (
+  id          TEXT PRIMARY KEY,
+  started_at  BIGINT NOT NULL,
+  lease_until BIGINT NOT NULL,
+  info        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS a2a_bus_payloads (
+  id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  body       TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+`,
+  },
 ];

@@ -164,6 +164,27 @@ export interface TasksTable {
   /** ISO 8601. */
   created_at: string;
   updated_at: string;
+  /** The gateway instance running the task's turn (src/cluster); null for tasks from before instances. */
+  instance: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** PostgreSQL only: one row per running gateway (src/cluster/leases.ts). */
+export interface InstancesTable {
+  id: string;
+  /** Epoch ms. */
+  started_at: Int64;
+  /** Epoch ms; the instance is alive while lease_until >= now. */
+  lease_until: Int64;
+  /** JSON: host, pid, version (for operators). */
+  info: string;
+}
+
+/** PostgreSQL only: a message between gateways too large for a NOTIFY payload (src/cluster/bus.ts). */
+export interface BusPayloadsTable {
+  id: Generated<Int64>;
+  body: string;
+  /** Epoch ms. */
+  created_at: Int64;
 }
 
 export interface StoreMetaTable {
@@ -184,4 +205,6 @@ export interface SqlSchema {
   a2a_push_outbox: PushOutboxTable;
   a2a_tasks: TasksTable;
   a2a_store_meta: StoreMetaTable;
+  a2a_instances: InstancesTable;
+  a2a_bus_payloads: BusPayloadsTable;
 }
