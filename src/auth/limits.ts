@@ -1,7 +1,10 @@
 // Per-credential abuse limits: an exact sliding-window request limit (a ring of the last `max` request times per
 // credential, so a burst is refused until its oldest request leaves the window, with no fixed-window edge doubling)
-// and a cap on concurrently open SSE streams.
+// and a cap on concurrently open SSE streams. Two Limiters keep them: LocalLimiter in this process (SQLite and memory
+// backends: one gateway per store), PostgresLimiter in the database (./limits-postgres.ts: every gateway on one
+// PostgreSQL database shares each credential's window and stream slots).
 import { A2AError } from "../contract/errors.js";
+import { storeUnavailable } from "../storage/database.js";
 import type { RateLimitOverride } from "./credentials.js";
 import type { Principal } from "./index.js";
 
@@ -19,6 +22,55 @@ export interface RateVerdict {
   resetAt: number;
   /** Seconds to wait before retrying (only when refused). */
   retryAfter: number;
+}
+
+/** A credential's policy: its own `rate_limit` overrides, else the deployment's defaults. */
+export function limitPolicy(defaults: LimitPolicy, override: RateLimitOverride | undefined): LimitPolicy {
+  return {
+    maxRequests: override?.max_requests ?? defaults.maxRequests,
+    windowMs: override?.window_seconds !== undefined ? override.window_seconds * 1000 : defaults.windowMs,
+    maxStreams: override?.max_streams ?? defaults.maxStreams,
+  };
+}
+
+/**
+ * The verdict of one take, from the window as it stands after it: `used` requests counted (the take's own included
+ * when allowed), the oldest at `oldest` (epoch ms; undefined when none), and when refused with a weight that can fit,
+ * `freeing`: the time of the request whose leaving the window makes room for the weight.
+ */
+export function verdictOf(policy: LimitPolicy, weight: number, now: number, allowed: boolean, used: number, oldest: number | undefined, freeing: number | undefined): RateVerdict {
+  const resetMs = used > 0 && oldest !== undefined ? oldest + policy.windowMs : now;
+  // When refused, the wait is until enough of the oldest requests have left the window for `weight` to fit.
+  let retryMs = 0;
+  if (!allowed && weight > policy.maxRequests) retryMs = policy.windowMs;
+  else if (!allowed && freeing !== undefined) retryMs = Math.max(0, freeing + policy.windowMs - now);
+  return {
+    allowed,
+    limit: policy.maxRequests,
+    remaining: policy.maxRequests - used,
+    resetAt: Math.ceil(resetMs / 1000),
+    retryAfter: Math.max(1, Math.ceil(retryMs / 1000)),
+  };
+}
+
+/** STREAM_LIMIT_EXCEEDED for a credential holding `open` of its `limit` streams. */
+export function streamLimitExceeded(open: number, limit: number): A2AError {
+  return new A2AError("STREAM_LIMIT_EXCEEDED", `This credential already has ${open} open streams (limit ${limit})`, {
+    limit,
+    open_streams: open,
+  });
+}
+
+/**
+ * Where the limits are kept. take: count `weight` requests for `key` if they all fit in its window, else none (null:
+ * no limit). openStream: reserve a stream slot (STREAM_LIMIT_EXCEEDED when full); the function it gives releases it
+ * (idempotent). A failure of the store behind them is TASK_STORE_UNAVAILABLE.
+ */
+export interface Limiter {
+  take(key: string, policy: LimitPolicy, weight?: number): Promise<RateVerdict | null>;
+  openStream(key: string, policy: LimitPolicy): Promise<() => void>;
+  openStreams(key: string): Promise<number>;
+  close(): Promise<void>;
 }
 
 class Window {
@@ -58,11 +110,7 @@ export class RateLimiter {
   ) {}
 
   policy(override: RateLimitOverride | undefined): LimitPolicy {
-    return {
-      maxRequests: override?.max_requests ?? this.defaults.maxRequests,
-      windowMs: override?.window_seconds !== undefined ? override.window_seconds * 1000 : this.defaults.windowMs,
-      maxStreams: override?.max_streams ?? this.defaults.maxStreams,
-    };
+    return limitPolicy(this.defaults, override);
   }
 
   /** Count `weight` requests for `key` if they all fit in the window; otherwise count none. null: no limit. */
@@ -76,32 +124,18 @@ export class RateLimiter {
     w.expire(now - policy.windowMs);
     const allowed = weight <= policy.maxRequests - w.size;
     if (allowed) for (let i = 0; i < weight; i++) w.push(now);
-    const resetMs = w.size > 0 ? w.oldest() + policy.windowMs : now;
-    // When refused, the wait is until enough of the oldest requests have left the window for `weight` to fit.
-    let retryMs = 0;
-    if (!allowed && weight > policy.maxRequests) retryMs = policy.windowMs;
-    else if (!allowed) {
-      const needed = Math.min(weight, policy.maxRequests) - (policy.maxRequests - w.size);
-      const freeing = w.times[(w.head + Math.max(0, needed - 1)) % w.max]!;
-      retryMs = Math.max(0, freeing + policy.windowMs - now);
+    let freeing: number | undefined;
+    if (!allowed && weight <= policy.maxRequests) {
+      const needed = weight - (policy.maxRequests - w.size);
+      freeing = w.times[(w.head + Math.max(0, needed - 1)) % w.max]!;
     }
-    return {
-      allowed,
-      limit: policy.maxRequests,
-      remaining: policy.maxRequests - w.size,
-      resetAt: Math.ceil(resetMs / 1000),
-      retryAfter: Math.max(1, Math.ceil(retryMs / 1000)),
-    };
+    return verdictOf(policy, weight, now, allowed, w.size, w.size > 0 ? w.oldest() : undefined, freeing);
   }
 
   /** Reserve a stream slot; the returned function releases it (idempotent). Throws STREAM_LIMIT_EXCEEDED when full. */
   openStream(key: string, policy: LimitPolicy): () => void {
     const open = this.#streams.get(key) ?? 0;
-    if (policy.maxStreams > 0 && open >= policy.maxStreams)
-      throw new A2AError("STREAM_LIMIT_EXCEEDED", `This credential already has ${open} open streams (limit ${policy.maxStreams})`, {
-        limit: policy.maxStreams,
-        open_streams: open,
-      });
+    if (policy.maxStreams > 0 && open >= policy.maxStreams) throw streamLimitExceeded(open, policy.maxStreams);
     this.#streams.set(key, open + 1);
     let released = false;
     return () => {
@@ -148,31 +182,71 @@ export function rateLimited(v: RateVerdict, windowSeconds: number, weight = 1): 
   );
 }
 
+/** The Limiter of one process: RateLimiter's windows and counts in memory, for the SQLite and memory backends. */
+export class LocalLimiter implements Limiter {
+  readonly rates: RateLimiter;
+  constructor(defaults: LimitPolicy, now: () => number = Date.now) {
+    this.rates = new RateLimiter(defaults, now);
+  }
+  take(key: string, policy: LimitPolicy, weight = 1): Promise<RateVerdict | null> {
+    return Promise.resolve(this.rates.take(key, policy, weight));
+  }
+  openStream(key: string, policy: LimitPolicy): Promise<() => void> {
+    try {
+      return Promise.resolve(this.rates.openStream(key, policy));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+  openStreams(key: string): Promise<number> {
+    return Promise.resolve(this.rates.openStreams(key));
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
 /** The deployment's limits applied per credential: what the edge and the transports call. */
 export class AccessLimits {
-  readonly limiter: RateLimiter;
+  readonly limiter: Limiter;
 
+  /** `limiter`: where the windows and stream slots are kept (default: this process, LocalLimiter). */
   constructor(
     readonly defaults: LimitPolicy,
-    now: () => number = Date.now,
+    limiter?: Limiter,
   ) {
-    this.limiter = new RateLimiter(defaults, now);
+    this.limiter = limiter ?? new LocalLimiter(defaults);
   }
 
   /**
    * Count `weight` requests of the principal's credential. Returns the X-RateLimit-* headers to send (empty when
-   * unlimited) and, when refused, the RATE_LIMITED error (nothing is counted then).
+   * unlimited) and, when refused, the RATE_LIMITED error (nothing is counted then). When the store of a shared
+   * limiter fails, the error is TASK_STORE_UNAVAILABLE (503): fail closed, as every other store-backed step does,
+   * rather than let a credential run unlimited while its window cannot be read.
    */
-  charge(principal: Principal, weight = 1): { headers: Record<string, string>; error?: A2AError } {
-    const policy = this.limiter.policy(principal.rateLimit);
-    const verdict = this.limiter.take(principal.credentialId, policy, weight);
+  async charge(principal: Principal, weight = 1): Promise<{ headers: Record<string, string>; error?: A2AError }> {
+    const policy = limitPolicy(this.defaults, principal.rateLimit);
+    let verdict: RateVerdict | null;
+    try {
+      verdict = await this.limiter.take(principal.credentialId, policy, weight);
+    } catch (err) {
+      return { headers: {}, error: storeUnavailable("limits.charge", err) };
+    }
     if (verdict === null) return { headers: {} };
     if (!verdict.allowed) return { headers: rateLimitHeaders(verdict), error: rateLimited(verdict, policy.windowMs / 1000, weight) };
     return { headers: rateLimitHeaders(verdict) };
   }
 
-  /** Reserve one of the credential's stream slots (STREAM_LIMIT_EXCEEDED when none is free). */
-  openStream(principal: Principal): () => void {
-    return this.limiter.openStream(principal.credentialId, this.limiter.policy(principal.rateLimit));
+  /** Reserve one of the credential's stream slots (STREAM_LIMIT_EXCEEDED when none is free; TASK_STORE_UNAVAILABLE when the store fails). */
+  async openStream(principal: Principal): Promise<() => void> {
+    try {
+      return await this.limiter.openStream(principal.credentialId, limitPolicy(this.defaults, principal.rateLimit));
+    } catch (err) {
+      throw storeUnavailable("limits.openStream", err);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.limiter.close();
   }
 }

@@ -68,13 +68,15 @@ export function authenticateRequest(deps: AuthDeps): Step {
     const principal = authenticateGuarded(deps.resolver, deps.guard, ex.headers, address, state);
     state.principal = principal;
     if (route?.kind === "jsonrpc") return;
-    const { headers, error } = deps.limits.charge(principal);
-    ex.setHeaders(headers);
-    if (error) throw error;
-    if (route && !hasScope(principal, route.scope))
-      throw new A2AError("SCOPE_INSUFFICIENT", `${route.verb} ${route.path} needs the ${route.scope} scope`, {
-        method: route.id,
-        required_scope: route.scope,
-      });
+    // The charge is a promise (the windows of a shared limiter are in PostgreSQL); JSON-RPC charges in its endpoint.
+    return deps.limits.charge(principal).then(({ headers, error }) => {
+      ex.setHeaders(headers);
+      if (error) throw error;
+      if (route && !hasScope(principal, route.scope))
+        throw new A2AError("SCOPE_INSUFFICIENT", `${route.verb} ${route.path} needs the ${route.scope} scope`, {
+          method: route.id,
+          required_scope: route.scope,
+        });
+    });
   };
 }

@@ -9,6 +9,7 @@ import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
 import { openCluster, type Cluster } from "../cluster/index.js";
 import { AccessLimits } from "../auth/limits.js";
+import { PostgresLimiter } from "../auth/limits-postgres.js";
 import { AddressGuard } from "../auth/address-guard.js";
 import type { DeploymentFacts } from "../discovery/facts.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
@@ -142,11 +143,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const policies =
     deps.policies ?? (config.governancePoliciesFile === undefined ? undefined : await openGovernancePolicies(config.governancePoliciesFile, catalog, governanceLog));
   let expirySweep: NodeJS.Timeout | undefined;
-  const limits = new AccessLimits({
-    maxRequests: config.rateLimitMaxRequests,
-    windowMs: config.rateLimitWindow * 1000,
-    maxStreams: config.rateLimitMaxStreams,
-  });
+  const limitDefaults = { maxRequests: config.rateLimitMaxRequests, windowMs: config.rateLimitWindow * 1000, maxStreams: config.rateLimitMaxStreams };
   const guard = new AddressGuard({
     windowMs: config.authWindow * 1000,
     maxFailures: config.authFailureLimit,
@@ -185,8 +182,10 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   metrics.readAtScrape("a2a_auth_refused_total", "Requests refused per client address before authentication (A2A_AUTH_FAILURE_LIMIT, A2A_UNAUTHENTICATED_RATE_LIMIT)", () => guard.refused);
   metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
-  if (deps.upstream !== undefined) {
-    storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
+  if (deps.upstream !== undefined) storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize });
+  // On PostgreSQL the rate windows and stream slots live in the database: every gateway on it shares each credential's.
+  const limits = new AccessLimits(limitDefaults, storage?.backend === "postgres" ? new PostgresLimiter(storage.sql) : undefined);
+  if (deps.upstream !== undefined && storage !== undefined) {
     const upstream = deps.upstream;
     const modelLog = log.child({ component: "model" });
     model = new ModelMonitor(upstream.client, (check, previous) => {
@@ -397,6 +396,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       await push?.stop();
       await recorder.close();
       await mcp?.close();
+      await limits.close();
       if (ownsStorage) await storage?.close();
       if (ownsAuditStorage) await auditStorage.close();
       await stopSpanExport?.();

@@ -93,14 +93,19 @@ export class SubtaskService {
     const checked = await Promise.all(inputs.map((input) => this.#check(input, callRouting, names, trace)));
     const items: SubtaskCallItem[] = inputs.map((input) => ({ client_id: input.clientId, status: "accepted", ...(input.spec.parallel_group === undefined ? {} : { parallel_group: input.spec.parallel_group }) }));
     let charged = false;
-    checked.forEach((c, i) => {
-      if ("error" in c) return Object.assign(items[i]!, { status: isUpstreamFailure(c.error) ? "failed" : "rejected", error: itemError(c.error, line) });
+    for (const [i, c] of checked.entries()) {
+      if ("error" in c) {
+        Object.assign(items[i]!, { status: isUpstreamFailure(c.error) ? "failed" : "rejected", error: itemError(c.error, line) });
+        continue;
+      }
       // Every item counts against the rate limit; the call's request paid for the first.
-      if (!charged) return (charged = true);
-      const verdict = this.opts.limits?.charge(principal);
+      if (!charged) {
+        charged = true;
+        continue;
+      }
+      const verdict = await this.opts.limits?.charge(principal);
       if (verdict?.error !== undefined) Object.assign(items[i]!, { status: "rejected", error: itemError(verdict.error, line) });
-      return true;
-    });
+    }
 
     // Child sessions for the accepted items (in parallel), then their tasks in the order given.
     const parentRules = await this.#parentRules(parent, callRouting);

@@ -18,7 +18,7 @@ export function json(ctx: Context, value: unknown): void {
  * is free), which the returned stream gives back when it closes, or which is given back at once on failure.
  */
 export async function invoke(handler: MethodHandler, params: Record<string, unknown>, call: Call, limits: AccessLimits, streaming: boolean): Promise<unknown> {
-  const release = streaming ? limits.openStream(call.principal) : undefined;
+  const release = streaming ? await limits.openStream(call.principal) : undefined;
   let result: unknown;
   try {
     result = await handler(params, call);

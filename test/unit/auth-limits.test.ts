@@ -88,22 +88,22 @@ describe("AccessLimits", () => {
     ...(rateLimit ? { rateLimit } : {}),
   });
 
-  it("per-credential overrides win over the deployment's defaults", () => {
+  it("per-credential overrides win over the deployment's defaults", async () => {
     const limits = new AccessLimits({ maxRequests: 100, windowMs: 60_000, maxStreams: 1 });
-    const { headers } = limits.charge(principal({ max_requests: 2, window_seconds: 5 }));
+    const { headers } = await limits.charge(principal({ max_requests: 2, window_seconds: 5 }));
     expect(headers["X-RateLimit-Limit"]).toBe("2");
     expect(headers["X-RateLimit-Remaining"]).toBe("1");
-    limits.charge(principal({ max_requests: 2, window_seconds: 5 }));
-    const { error, headers: h } = limits.charge(principal({ max_requests: 2, window_seconds: 5 }));
+    await limits.charge(principal({ max_requests: 2, window_seconds: 5 }));
+    const { error, headers: h } = await limits.charge(principal({ max_requests: 2, window_seconds: 5 }));
     expect(error?.reason).toBe("RATE_LIMITED");
     expect(error?.data).toMatchObject({ limit: 2, window_seconds: 5 });
     expect(h["X-RateLimit-Remaining"]).toBe("0");
     expect(error?.options.headers?.["Retry-After"]).toMatch(/^\d+$/);
   });
 
-  it("no limit → no headers", () => {
+  it("no limit → no headers", async () => {
     const limits = new AccessLimits({ maxRequests: 0, windowMs: 60_000, maxStreams: 0 });
-    expect(limits.charge(principal()).headers).toEqual({});
-    for (let i = 0; i < 100; i++) limits.openStream(principal());
+    expect((await limits.charge(principal())).headers).toEqual({});
+    for (let i = 0; i < 100; i++) await limits.openStream(principal());
   });
 });

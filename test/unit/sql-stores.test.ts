@@ -185,11 +185,13 @@ describe.skipIf(postgresUrl === undefined)("the PostgreSQL schema", () => {
       "a2a_pending_session_claims",
       "a2a_push_configs",
       "a2a_push_outbox",
+      "a2a_rate_events",
       "a2a_schema_version",
       "a2a_session_bindings",
       "a2a_session_messages",
       "a2a_session_owners",
       "a2a_store_meta",
+      "a2a_stream_leases",
       "a2a_subtask_calls",
       "a2a_tasks",
     ]);

@@ -230,4 +230,83 @@ CREATE TABLE IF NOT EXISTS a2a_bus_payloads (
 );
 `,
   },
+  {
+    version: 10,
+    description: "shared rate-limit windows and stream leases (src/auth/limits-postgres.ts)",
+    // Every gateway on the database counts a credential's requests and streams here. Each function runs as one
+    // statement under a transaction-level advisory lock on (class, hash of the key), so two gateways cannot both take
+    // the last slot; a time is the caller's (tests) or else the database's clock, one clock for every gateway.
+    // a2a_rate_events: one row per allowed take (weight requests at at_ms) of a credential's window, the policy
+    // ("max/window_ms") part of its key; rows older than the window are deleted by the next take of that key and by a
+    // periodic sweep (expires_at). a2a_stream_leases: one row per open stream, renewed by its gateway while open;
+    // a lease past expires_at (its gateway died) no longer counts.
+    sql: `
+CREATE TABLE IF NOT EXISTS a2a_rate_events (
+  credential TEXT NOT NULL,
+  policy     TEXT NOT NULL,
+  at_ms      BIGINT NOT NULL,
+  weight     BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_rate_events_key ON a2a_rate_events (credential, policy, at_ms);
+CREATE INDEX IF NOT EXISTS a2a_rate_events_expiry ON a2a_rate_events (expires_at);
+CREATE TABLE IF NOT EXISTS a2a_stream_leases (
+  id         TEXT PRIMARY KEY,
+  credential TEXT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_stream_leases_credential ON a2a_stream_leases (credential, expires_at);
+CREATE OR REPLACE FUNCTION a2a_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS
+  'SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT';
+CREATE OR REPLACE FUNCTION a2a_rate_take(p_lock INTEGER, p_credential TEXT, p_policy TEXT, p_now BIGINT, p_window BIGINT, p_max BIGINT, p_weight BIGINT)
+RETURNS TABLE (now_ms BIGINT, allowed BOOLEAN, used BIGINT, oldest BIGINT, freeing BIGINT)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_now BIGINT;
+  v_used BIGINT;
+  v_oldest BIGINT;
+  v_freeing BIGINT;
+  v_ok BOOLEAN;
+BEGIN
+  PERFORM pg_advisory_xact_lock(177874945, p_lock);
+  v_now := COALESCE(p_now, a2a_now_ms());
+  DELETE FROM a2a_rate_events e WHERE e.credential = p_credential AND e.policy = p_policy AND e.at_ms <= v_now - p_window;
+  SELECT COALESCE(sum(e.weight), 0), min(e.at_ms) INTO v_used, v_oldest
+    FROM a2a_rate_events e WHERE e.credential = p_credential AND e.policy = p_policy;
+  v_ok := p_weight <= p_max - v_used;
+  IF v_ok THEN
+    INSERT INTO a2a_rate_events (credential, policy, at_ms, weight, expires_at) VALUES (p_credential, p_policy, v_now, p_weight, v_now + p_window);
+    v_used := v_used + p_weight;
+    v_oldest := LEAST(COALESCE(v_oldest, v_now), v_now);
+  ELSIF p_weight <= p_max THEN
+    -- the request whose leaving the window frees room for the weight: where the running count reaches the shortfall
+    SELECT c.at_ms INTO v_freeing FROM (
+      SELECT e.at_ms, sum(e.weight) OVER (ORDER BY e.at_ms) AS run
+        FROM a2a_rate_events e WHERE e.credential = p_credential AND e.policy = p_policy
+    ) c WHERE c.run >= p_weight - (p_max - v_used) ORDER BY c.at_ms LIMIT 1;
+  END IF;
+  RETURN QUERY SELECT v_now, v_ok, v_used, v_oldest, v_freeing;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION a2a_stream_open(p_lock INTEGER, p_id TEXT, p_credential TEXT, p_now BIGINT, p_lease BIGINT, p_max BIGINT)
+RETURNS TABLE (opened BOOLEAN, open_streams BIGINT)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_now BIGINT;
+  v_open BIGINT;
+BEGIN
+  PERFORM pg_advisory_xact_lock(177874946, p_lock);
+  v_now := COALESCE(p_now, a2a_now_ms());
+  DELETE FROM a2a_stream_leases s WHERE s.credential = p_credential AND s.expires_at <= v_now;
+  SELECT count(*) INTO v_open FROM a2a_stream_leases s WHERE s.credential = p_credential;
+  IF v_open >= p_max THEN
+    RETURN QUERY SELECT false, v_open;
+    RETURN;
+  END IF;
+  INSERT INTO a2a_stream_leases (id, credential, expires_at) VALUES (p_id, p_credential, v_now + p_lease);
+  RETURN QUERY SELECT true, v_open + 1;
+END
+$fn$;
+`,
+  },
 ];

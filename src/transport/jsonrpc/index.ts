@@ -200,7 +200,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       ex.json({ jsonrpc: "2.0", id: null, error });
       return;
     }
-    const { headers, error: limited } = deps.limits.charge(state.principal as Principal, Array.isArray(body) ? Math.max(1, body.length) : 1);
+    const { headers, error: limited } = await deps.limits.charge(state.principal as Principal, Array.isArray(body) ? Math.max(1, body.length) : 1);
     ex.setHeaders(headers);
     if (limited) {
       if (payloads !== undefined) logRefused(payloads, Array.isArray(body) ? body : [body], limited, state.line);

@@ -1,0 +1,245 @@
+// The Limiters behind AccessLimits, one suite on both: LocalLimiter (this process; SQLite and memory backends) and
+// PostgresLimiter (the windows and stream leases in PostgreSQL, shared by every gateway on the database). The same
+// exact sliding window, weights all or nothing, the same verdicts, stream slots. Then what only the shared one does:
+// two limiters on two pools of one database (two gateways) share one window and one set of stream slots, concurrent
+// takes never pass the limit, leases of a gateway that stopped renewing expire, and a database failure is
+// TASK_STORE_UNAVAILABLE (fail closed), not an unlimited credential.
+import { sql } from "kysely";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { AccessLimits, LocalLimiter, type LimitPolicy, type Limiter } from "../../src/auth/limits.js";
+import { PostgresLimiter } from "../../src/auth/limits-postgres.js";
+import type { Principal } from "../../src/auth/index.js";
+import { A2AError } from "../../src/contract/errors.js";
+import { openPostgres, type PostgresDatabase } from "../../src/storage/sql/postgres.js";
+import { freshDatabase, openTestPostgres, postgresUrl } from "../support/postgres.js";
+
+const policy: LimitPolicy = { maxRequests: 3, windowMs: 10_000, maxStreams: 2 };
+
+function clock(start = 1_700_000_000_000) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+type Clock = ReturnType<typeof clock>;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+/** Two pools on one fresh database: what two gateways on one PostgreSQL have. */
+async function twoPools(): Promise<[PostgresDatabase, PostgresDatabase]> {
+  const database = await freshDatabase();
+  cleanups.push(database.drop);
+  const a = await openPostgres(database.url);
+  cleanups.push(() => a.close());
+  const b = await openPostgres(database.url);
+  cleanups.push(() => b.close());
+  return [a, b];
+}
+
+/**
+ * Every connection of both pools open first, so that concurrent calls run side by side in the database rather than
+ * one after another as each waits for a new connection (without it, the concurrency cases pass even with no lock).
+ */
+async function warm(...pools: PostgresDatabase[]): Promise<void> {
+  await Promise.all(pools.flatMap((pg) => Array.from({ length: 10 }, () => sql`SELECT pg_sleep(0.05)`.execute(pg.db))));
+}
+
+const kinds: [string, (c: Clock) => Promise<Limiter>, boolean][] = [
+  ["LocalLimiter", async (c) => new LocalLimiter(policy, c.now), true],
+  [
+    "PostgresLimiter",
+    async (c) => {
+      const pg = await openTestPostgres();
+      cleanups.push(pg.close);
+      const limiter = new PostgresLimiter(pg.db, { now: c.now });
+      cleanups.push(() => limiter.close());
+      return limiter;
+    },
+    postgresUrl !== undefined,
+  ],
+];
+
+describe.each(kinds)("%s", (_name, make, available) => {
+  describe.skipIf(!available)("the sliding window", () => {
+    it("counts down, refuses at the limit, frees one slot per request leaving the window", async () => {
+      const c = clock();
+      const l = await make(c);
+      expect((await l.take("k", policy))!.remaining).toBe(2);
+      c.advance(3000);
+      expect((await l.take("k", policy))!.remaining).toBe(1);
+      expect((await l.take("k", policy))!.remaining).toBe(0);
+      const refused = (await l.take("k", policy))!;
+      expect(refused).toEqual({ allowed: false, limit: 3, remaining: 0, resetAt: Math.ceil((c.now() - 3000 + 10_000) / 1000), retryAfter: 7 });
+      c.advance(7000);
+      expect((await l.take("k", policy))!.allowed).toBe(true);
+      expect((await l.take("k", policy))!.allowed).toBe(false);
+      c.advance(3000);
+      expect((await l.take("k", policy))!.remaining).toBe(1);
+    });
+
+    it("a refused request is not counted; keys and policies are independent", async () => {
+      const c = clock();
+      const l = await make(c);
+      for (let i = 0; i < 3; i++) await l.take("a", policy);
+      for (let i = 0; i < 5; i++) expect((await l.take("a", policy))!.allowed).toBe(false);
+      expect((await l.take("b", policy))!.remaining).toBe(2);
+      expect((await l.take("a", { ...policy, maxRequests: 5 }))!.remaining).toBe(4);
+      c.advance(10_001);
+      expect((await l.take("a", policy))!.remaining).toBe(2);
+    });
+
+    it("a weighted take is all or nothing and waits for as many requests to leave as it needs", async () => {
+      const c = clock();
+      const l = await make(c);
+      await l.take("k", policy);
+      c.advance(3000);
+      await l.take("k", policy);
+      c.advance(3000);
+      const one = (await l.take("k", policy, 2))!;
+      expect(one).toMatchObject({ allowed: false, remaining: 1 });
+      // One free slot, two wanted: the oldest request must leave (4 s from now).
+      expect(one.retryAfter).toBe(4);
+      expect((await l.take("k", policy, 1))!.remaining).toBe(0);
+      c.advance(1000);
+      // Full, two wanted: the second oldest must leave (at +13 s, 6 s from now).
+      expect((await l.take("k", policy, 2))!.retryAfter).toBe(6);
+      const never = (await l.take("x", policy, 4))!;
+      expect(never).toMatchObject({ allowed: false, remaining: 3, retryAfter: 10 });
+      expect((await l.take("x", policy, 3))!.remaining).toBe(0);
+    });
+
+    it("0 means no limit", async () => {
+      const l = await make(clock());
+      expect(await l.take("k", { ...policy, maxRequests: 0 })).toBeNull();
+    });
+  });
+
+  describe.skipIf(!available)("stream slots", () => {
+    it("refused when full (STREAM_LIMIT_EXCEEDED), released once, unlimited at 0", async () => {
+      const l = await make(clock());
+      const r1 = await l.openStream("k", policy);
+      const r2 = await l.openStream("k", policy);
+      const err = await l.openStream("k", policy).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(A2AError);
+      expect(err).toMatchObject({ reason: "STREAM_LIMIT_EXCEEDED", data: { limit: 2, open_streams: 2 } });
+      r1();
+      r1();
+      await vi.waitFor(async () => expect(await l.openStreams("k")).toBe(1));
+      await l.openStream("k", policy);
+      r2();
+      await vi.waitFor(async () => expect(await l.openStreams("k")).toBe(1));
+      for (let i = 0; i < 5; i++) await l.openStream("k", { ...policy, maxStreams: 0 });
+    });
+
+    it("AccessLimits on it: per-credential overrides, RATE_LIMITED with its headers", async () => {
+      const limits = new AccessLimits({ maxRequests: 100, windowMs: 60_000, maxStreams: 1 }, await make(clock()));
+      const p: Principal = { id: "p", credentialId: "c", trustLevel: "execute", scopes: new Set(), admin: false, rateLimit: { max_requests: 2, window_seconds: 5, max_streams: 1 } };
+      expect((await limits.charge(p)).headers).toMatchObject({ "X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1" });
+      await limits.charge(p);
+      const { error, headers } = await limits.charge(p);
+      expect(error).toMatchObject({ reason: "RATE_LIMITED", data: { limit: 2, window_seconds: 5 } });
+      expect(headers["X-RateLimit-Remaining"]).toBe("0");
+      expect(error?.options.headers?.["Retry-After"]).toBe("5");
+      await limits.openStream(p);
+      await expect(limits.openStream(p)).rejects.toMatchObject({ reason: "STREAM_LIMIT_EXCEEDED" });
+    });
+  });
+});
+
+describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one database", () => {
+  it("two gateways share one window: requests on A and on B are refused past the limit together", async () => {
+    const c = clock();
+    const [pa, pb] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const b = new PostgresLimiter(pb.db, { now: c.now });
+    const p = { ...policy, maxRequests: 5 };
+    expect((await a.take("k", p))!.remaining).toBe(4);
+    expect((await a.take("k", p))!.remaining).toBe(3);
+    expect((await b.take("k", p))!.remaining).toBe(2);
+    expect((await b.take("k", p, 2))!.remaining).toBe(0);
+    expect((await a.take("k", p))!.allowed).toBe(false);
+    expect((await b.take("k", p))!).toMatchObject({ allowed: false, remaining: 0, retryAfter: 10 });
+    c.advance(10_000);
+    expect((await b.take("k", p))!.remaining).toBe(4);
+  });
+
+  it("concurrent takes from both gateways never pass the limit (the database's clock)", async () => {
+    const [pa, pb] = await twoPools();
+    const a = new PostgresLimiter(pa.db);
+    const b = new PostgresLimiter(pb.db);
+    await warm(pa, pb);
+    const p = { maxRequests: 15, windowMs: 60_000, maxStreams: 0 };
+    const verdicts = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).take("k", p)));
+    expect(verdicts.filter((v) => v!.allowed)).toHaveLength(15);
+    expect(verdicts.filter((v) => !v!.allowed).every((v) => v!.remaining === 0 && v!.retryAfter >= 59)).toBe(true);
+    const weighted = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? a : b).take("w", p, 4)));
+    expect(weighted.filter((v) => v!.allowed)).toHaveLength(3);
+  });
+
+  it("stream slots are shared, taken concurrently at most up to the limit, and freed by release", async () => {
+    const [pa, pb] = await twoPools();
+    const a = new PostgresLimiter(pa.db);
+    const b = new PostgresLimiter(pb.db);
+    cleanups.push(() => a.close(), () => b.close());
+    await warm(pa, pb);
+    const p = { ...policy, maxStreams: 3 };
+    const opened = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? a : b).openStream("k", p)));
+    const releases = opened.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+    expect(releases).toHaveLength(3);
+    expect(opened.filter((o) => o.status === "rejected").every((o) => (o as PromiseRejectedResult).reason.reason === "STREAM_LIMIT_EXCEEDED")).toBe(true);
+    expect(await a.openStreams("k")).toBe(3);
+    await expect(b.openStream("k", p)).rejects.toMatchObject({ reason: "STREAM_LIMIT_EXCEEDED", data: { open_streams: 3 } });
+    releases[0]!();
+    await vi.waitFor(async () => expect(await b.openStreams("k")).toBe(2));
+    await b.openStream("k", p);
+    await expect(a.openStream("k", p)).rejects.toMatchObject({ reason: "STREAM_LIMIT_EXCEEDED" });
+    expect(await a.openStreams("other")).toBe(0);
+  });
+
+  it("a gateway's leases count while it renews them, and stop counting once it stops (it died)", async () => {
+    const c = clock();
+    const [pa, pb] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now, streamLeaseMs: 30_000 });
+    const b = new PostgresLimiter(pb.db, { now: c.now, streamLeaseMs: 30_000 });
+    cleanups.push(() => b.close());
+    await a.openStream("k", policy);
+    await a.openStream("k", policy);
+    c.advance(25_000);
+    await a.renew();
+    c.advance(25_000);
+    await expect(b.openStream("k", policy)).rejects.toMatchObject({ reason: "STREAM_LIMIT_EXCEEDED" });
+    await a.close(); // no more renewals, no release: as a gateway that was killed
+    c.advance(5_001);
+    expect(await b.openStreams("k")).toBe(0);
+    await b.openStream("k", policy);
+    await b.openStream("k", policy);
+    expect(await a.openStreams("k")).toBe(2);
+  });
+
+  it("the rows of a window are dropped once they leave it", async () => {
+    const c = clock();
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    for (let round = 0; round < 4; round++) {
+      for (let i = 0; i < 5; i++) await a.take("k", policy);
+      c.advance(10_000);
+    }
+    await a.take("k", policy);
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM a2a_rate_events`.execute(pa.db);
+    expect(Number(rows[0]!.n)).toBe(1);
+  });
+
+  it("a database failure is TASK_STORE_UNAVAILABLE, for a charge and for a stream (fail closed)", async () => {
+    const pg = await openTestPostgres();
+    cleanups.push(pg.close);
+    const limits = new AccessLimits(policy, new PostgresLimiter(pg.db));
+    const p: Principal = { id: "p", credentialId: "c", trustLevel: "execute", scopes: new Set(), admin: false };
+    expect((await limits.charge(p)).error).toBeUndefined();
+    await pg.break();
+    const { error, headers } = await limits.charge(p);
+    expect(error).toMatchObject({ reason: "TASK_STORE_UNAVAILABLE", data: { operation: "limits.take" } });
+    expect(headers).toEqual({});
+    await expect(limits.openStream(p)).rejects.toMatchObject({ reason: "TASK_STORE_UNAVAILABLE" });
+  });
+});
