@@ -9,7 +9,7 @@ import { mergeOpencode } from "./lifecycle.js";
 import type { LiveTask } from "./live-task.js";
 
 const RESTARTED = "The gateway restarted while this task was running; its turn cannot be continued.";
-const LOST = "The gateway instance running this task stopped (its lease ran out); its turn cannot be continued.";
+const LOST = "The gateway instance running this task stopped or restarted (its lease ended); its turn cannot be continued.";
 
 /**
  * Fails every task stored in a non-terminal state that no instance in `alive` runs (undefined: every one); returns how

@@ -180,7 +180,9 @@ describe.skipIf(postgresUrl === undefined)("the PostgreSQL schema", () => {
     const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(again.db);
     expect(tables.rows.map((r) => r.table_name).sort()).toEqual([
       "a2a_audit_log",
+      "a2a_bus_payloads",
       "a2a_governance_trail",
+      "a2a_instances",
       "a2a_interrupt_requests",
       "a2a_pending_session_claims",
       "a2a_push_configs",
