@@ -124,6 +124,9 @@ export class PushService {
       });
     }
     const dropped = await this.#opts.atomically(async (tx) => {
+      // The task's outbox lock first, as a state change takes it before it writes the config's mark: what this
+      // transaction queues is ordered with the task's state changes on any gateway (see SqlPushOutboxStore.claim).
+      await tx.pushOutbox.serialize(input.taskId);
       await tx.pushConfigs.set(config);
       // A replaced config starts over: what waited for its old URL is not sent to the new one.
       const n = await tx.pushOutbox.drop(input.taskId, id);
