@@ -124,6 +124,9 @@ export class PushService {
       });
     }
     const dropped = await this.#opts.atomically(async (tx) => {
+      // The task's outbox lock first, as a state change takes it before it writes the config's mark: what this
+      // transaction queues is ordered with the task's state changes on any gateway (see SqlPushOutboxStore.claim).
+      await tx.pushOutbox.serialize(input.taskId);
       await tx.pushConfigs.set(config);
       // A replaced config starts over: what waited for its old URL is not sent to the new one.
       const n = await tx.pushOutbox.drop(input.taskId, id);
@@ -198,6 +201,9 @@ export class PushService {
 
   /** Called inside the transaction that saved the task's new state: each config is told against its mark. */
   async changed(tx: StoreTx, task: Task, event?: StatusUpdateEvent): Promise<void> {
+    // The task's outbox lock before the configs are read: a config set on another gateway commits wholly before or
+    // after this (its replacement is not overwritten by the mark written below, its drop sees what this queues).
+    await tx.pushOutbox.serialize(task.id);
     const configs = await tx.pushConfigs.list(task.id);
     if (configs.length === 0) return;
     const context = this.#traceFields(task.id);

@@ -27,6 +27,12 @@ export interface OutboxWorkerOptions {
   maxAgeMs: number;
   allowPrivateNetworks: boolean;
   userAgent: string;
+  /**
+   * The longest the worker sleeps between looks at the outbox (ms), whatever it expects to fall due: with gateways
+   * sharing a database, it takes up what another gateway queued (and whose worker may be gone) without being told.
+   * Default: none (the worker is kicked by what it queues, and sleeps until the next entry it knows of falls due).
+   */
+  pollMs?: number;
   /** The clock (epoch ms): quiet hours, retry times, ages. Default Date.now; tests inject their own. */
   now?: () => number;
   random?: () => number;
@@ -59,7 +65,10 @@ export class OutboxWorker {
 
   /**
    * How long a claimed entry stays this worker's: its POST's timeout and then some. A gateway that dies mid-POST
-   * leaves it to another gateway's worker once the lease ends.
+   * leaves it to another gateway's worker once the lease ends. The entry's verdict (remove, reschedule) is written
+   * only while the lease is still this worker's (the claim's nextAttemptAt is its token): a worker stalled past its
+   * lease does not overwrite the entry another worker has claimed since (nor remove it, letting the entry behind it
+   * go while that worker's POST is in flight).
    */
   get #leaseMs(): number {
     return this.#opts.timeoutMs + 30_000;
@@ -150,6 +159,7 @@ export class OutboxWorker {
         const next = await this.#opts.outbox.nextDueAt(exclude, this.#now());
         if (next !== undefined) this.#wakeAt(next);
       }
+      if (this.#opts.pollMs !== undefined) this.#wakeAt(this.#now() + this.#opts.pollMs);
       this.#storeFailures = 0;
     } catch (error) {
       this.#storeTrouble(error, "push outbox unavailable; trying again later");
@@ -204,18 +214,18 @@ export class OutboxWorker {
 
   /** Gives a claimed entry back (due at once), as it was otherwise. */
   #release(delivery: PushDelivery): Promise<void> {
-    return this.#opts.outbox.reschedule(delivery.id, delivery.attempts, this.#now(), delivery.lastError);
+    return this.#opts.outbox.reschedule(delivery.id, delivery.attempts, this.#now(), delivery.lastError, delivery.nextAttemptAt);
   }
 
   async #deliver(delivery: PushDelivery, config: PushConfig | undefined, signal: AbortSignal): Promise<void> {
     const m = this.#opts.metrics;
     if (config === undefined) {
-      if (await this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "dropped" });
+      if (await this.#opts.outbox.remove(delivery.id, delivery.nextAttemptAt)) m.pushFinished.inc({ outcome: "dropped" });
       return;
     }
     // A held notification ages from the end of its quiet window, when it could first be sent.
     if (this.#now() - Math.max(delivery.createdAt, delivery.heldUntil ?? 0) > this.#opts.maxAgeMs) {
-      if (await this.#opts.outbox.remove(delivery.id)) m.pushFinished.inc({ outcome: "expired" });
+      if (await this.#opts.outbox.remove(delivery.id, delivery.nextAttemptAt)) m.pushFinished.inc({ outcome: "expired" });
       this.#opts.log.warn({ taskId: delivery.taskId, configId: delivery.configId, attempts: delivery.attempts }, "push notification given up: older than A2A_PUSH_MAX_AGE_SECONDS");
       return;
     }
@@ -239,13 +249,13 @@ export class OutboxWorker {
     m.pushAttempts.inc({ outcome: verdict.kind === "reject" ? "rejected" : verdict.kind });
     if (verdict.kind === "retry" && attempts < this.#opts.maxAttempts) {
       const delay = Math.min(this.#opts.retryMaxMs, verdict.retryAfterMs ?? this.#backoff(attempts));
-      await this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason);
+      await this.#opts.outbox.reschedule(delivery.id, attempts, this.#now() + delay, verdict.reason, delivery.nextAttemptAt);
       this.#opts.log.debug({ ...where, reason: verdict.reason, retryInMs: delay }, "push notification will be retried");
       return;
     }
     // Done with it: delivered, refused by the receiver, or out of attempts. (Not counted when its config was deleted
     // meanwhile: the delete counted it as dropped.)
-    if (await this.#opts.outbox.remove(delivery.id)) {
+    if (await this.#opts.outbox.remove(delivery.id, delivery.nextAttemptAt)) {
       m.pushFinished.inc({ outcome: verdict.kind === "delivered" ? "delivered" : verdict.kind === "reject" ? "rejected" : "expired" });
     }
     if (verdict.kind === "delivered") this.#opts.log.debug({ ...where, status: verdict.status }, "push notification delivered");

@@ -62,6 +62,8 @@ export interface Gateway extends HttpSide {
 
 /** How often requests past their TTL are looked for (and recorded as expired in their task's trail). */
 const EXPIRY_SWEEP_MS = 30_000;
+/** How often a push worker on PostgreSQL looks at the outbox unprompted (what other gateways queued or left). */
+const PUSH_POLL_MS = 5_000;
 
 /** What the cards and the contract declare for this deployment. Push delivery needs an upstream (tasks to push). */
 export function deploymentFacts(config: Config, hasUpstream: boolean): DeploymentFacts {
@@ -228,6 +230,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
         maxAgeMs: config.pushMaxAge * 1000,
         allowPrivateNetworks: config.pushAllowPrivateNetworks,
         userAgent: `opencode-a2a/${packageVersion}`,
+        // Other gateways may share a PostgreSQL database: look for what they queued (or left behind) now and then.
+        ...(store.backend === "postgres" ? { pollMs: PUSH_POLL_MS } : {}),
         traceOf: (taskId) => tasks().traceOf(taskId),
         ...(deps.pushClock === undefined ? {} : { now: deps.pushClock }),
       });

@@ -6,7 +6,7 @@
 // delivers whatever was still waiting, held entries at the end of their window. One Kysely implementation serves
 // SQLite and PostgreSQL (the memory backend is the same store on an in-memory SQLite database). Gateways sharing one
 // database each run a worker: claim() hands a queue head to one of them only, leased for a while.
-import { PostgresAdapter, type Kysely, type Selectable } from "kysely";
+import { PostgresAdapter, sql, type Kysely, type Selectable } from "kysely";
 import { int, storeCall } from "./sql/rows.js";
 import type { PushOutboxTable, SqlSchema } from "./sql/schema.js";
 
@@ -35,8 +35,20 @@ export interface PushDelivery {
 export type NewDelivery = Pick<PushDelivery, "taskId" | "configId" | "body" | "contentType" | "traceparent" | "tracestate" | "heldUntil" | "coalesceKey">;
 
 export interface PushOutboxStore {
-  /** Queue notifications (all or none: one INSERT), created at `at` (default: the store's clock), due then or when held until. */
+  /**
+   * Queue notifications (all or none: one INSERT), created at `at` (default: the store's clock), due then or when held
+   * until. Serialized per task with every other transaction queueing for the same task (see serialize()).
+   */
   enqueue(items: NewDelivery[], at?: number): Promise<void>;
+  /**
+   * Makes the caller's transaction the only one queueing notifications for `taskId` until it ends, so a task's
+   * entries get their ids in the order their transactions commit: no worker can see a later entry of a queue while
+   * an earlier one is still uncommitted. PostgreSQL: a transaction-level advisory lock (enqueue() takes it too);
+   * SQLite: nothing to do, its writers are serialized. A transaction that writes a push config and then queues for
+   * its task calls this first, before the config write, so that it takes its locks in the order a state change does
+   * (this lock, then the config row) and the two cannot deadlock. Outside a transaction: no effect.
+   */
+  serialize(taskId: string): Promise<void>;
   /**
    * The head of every (task, config) queue whose key is not in `busy` and that is due at `now`, the longest
    * waiting first, at most `limit`. Entries still held at `now` are not part of their queue yet. Read-only: with
@@ -56,10 +68,14 @@ export interface PushOutboxStore {
   held(taskId: string, configId: string, now: number): Promise<PushDelivery[]>;
   /** Replace a held entry's body (a later notification coalesced into it). */
   rewrite(id: number, body: string): Promise<void>;
-  /** Remove one entry (delivered or given up on); false when it was not there (dropped meanwhile). */
-  remove(id: number): Promise<boolean>;
-  /** `lastError` undefined: the entry keeps none (a lease given back untried). */
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined): Promise<void>;
+  /**
+   * Remove one entry (delivered or given up on); false when it was not there (dropped meanwhile). `lease`: the
+   * nextAttemptAt claim() returned; the entry is removed only while that lease is still the entry's (false when it
+   * ran out and another worker claimed the entry again: that worker decides about it now).
+   */
+  remove(id: number, lease?: number): Promise<boolean>;
+  /** `lastError` undefined: the entry keeps none (a lease given back untried). `lease`: as for remove(). */
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined, lease?: number): Promise<void>;
   /** Drop what waits for one config, or for every config of the task. Returns how many. */
   drop(taskId: string, configId?: string): Promise<number>;
   size(): Promise<number>;
@@ -88,6 +104,11 @@ const fromRow = (r: Row): PushDelivery => ({
   ...(r.held_until === null ? {} : { heldUntil: int(r.held_until) }),
   ...(r.coalesce_key === null ? {} : { coalesceKey: r.coalesce_key }),
 });
+
+/** The first key of the per-task advisory locks of enqueue() (PostgreSQL), any fixed 32-bit number: "a2ap". */
+const TASK_LOCK_SPACE = 0x61326170;
+
+const isPostgres = (db: Kysely<SqlSchema>): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
 
 const notBusy = (busy: BusyQueues) => (r: Pick<Row, "task_id" | "config_id">) => busy.size === 0 || !busy.has(queueKey(r.task_id, r.config_id));
 
@@ -118,27 +139,51 @@ export class SqlPushOutboxStore implements PushOutboxStore {
   enqueue(items: NewDelivery[], at = this.now()): Promise<void> {
     return storeCall("pushOutbox.enqueue", async () => {
       if (items.length === 0) return;
-      // One multi-row INSERT: all or none, ids in the order of `items`.
-      await this.db
-        .insertInto("a2a_push_outbox")
-        .values(
-          items.map((item) => ({
-            task_id: item.taskId,
-            config_id: item.configId,
-            body: item.body,
-            content_type: item.contentType,
-            attempts: 0,
-            next_attempt_at: BigInt(item.heldUntil ?? at),
-            created_at: BigInt(at),
-            last_error: null,
-            traceparent: item.traceparent ?? null,
-            tracestate: item.tracestate ?? null,
-            held_until: item.heldUntil === undefined ? null : BigInt(item.heldUntil),
-            coalesce_key: item.coalesceKey ?? null,
-          })),
-        )
-        .execute();
+      if (this.db.isTransaction || !isPostgres(this.db)) return this.#insert(this.db, items, at);
+      // PostgreSQL outside a caller's transaction: one of its own, for the per-task lock to cover the INSERT.
+      return this.db.transaction().execute((trx) => this.#insert(trx, items, at));
     });
+  }
+
+  async #insert(db: Kysely<SqlSchema>, items: NewDelivery[], at: number): Promise<void> {
+    await this.#serialize(
+      db,
+      items.map((item) => item.taskId),
+    );
+    // One multi-row INSERT: all or none, ids in the order of `items`.
+    await db
+      .insertInto("a2a_push_outbox")
+      .values(
+        items.map((item) => ({
+          task_id: item.taskId,
+          config_id: item.configId,
+          body: item.body,
+          content_type: item.contentType,
+          attempts: 0,
+          next_attempt_at: BigInt(item.heldUntil ?? at),
+          created_at: BigInt(at),
+          last_error: null,
+          traceparent: item.traceparent ?? null,
+          tracestate: item.tracestate ?? null,
+          held_until: item.heldUntil === undefined ? null : BigInt(item.heldUntil),
+          coalesce_key: item.coalesceKey ?? null,
+        })),
+      )
+      .execute();
+  }
+
+  serialize(taskId: string): Promise<void> {
+    return storeCall("pushOutbox.serialize", () => this.#serialize(this.db, [taskId]));
+  }
+
+  async #serialize(db: Kysely<SqlSchema>, taskIds: string[]): Promise<void> {
+    if (!db.isTransaction || !isPostgres(db)) return;
+    // Sorted: two transactions locking some of the same tasks take them in one order. Re-entrant within a
+    // transaction. The two-key form (objsubid 2) never meets the gateway's and the migration's one-key locks; tasks
+    // whose hashes collide are merely serialized together.
+    for (const taskId of [...new Set(taskIds)].sort()) {
+      await sql`SELECT pg_advisory_xact_lock(${TASK_LOCK_SPACE}, hashtext(${taskId}))`.execute(db);
+    }
   }
 
   due(now: number, limit: number, busy: BusyQueues): Promise<PushDelivery[]> {
@@ -166,11 +211,23 @@ export class SqlPushOutboxStore implements PushOutboxStore {
   }
 
   async #claim(trx: Kysely<SqlSchema>, now: number, limit: number, busy: BusyQueues, leaseMs: number): Promise<PushDelivery[]> {
-    const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
-    // PostgreSQL: the heads found are locked (FOR UPDATE OF o), and heads another worker holds locked are skipped
-    // (SKIP LOCKED: not counted against the limit). A head another worker leased and committed meanwhile is
-    // re-checked by PostgreSQL on its new version: no longer due, so skipped; one removed meanwhile is gone. A
-    // queue's later entry is never a head while its (leased) head is there, so a queue stays in order.
+    const postgres = isPostgres(trx);
+    // One entry per queue at a time, in id order, across workers:
+    // - Only a queue's head (its smallest id not held) can be taken; a head leased to a worker, or rescheduled after
+    //   a failed attempt, is still the head (not due before its lease or retry time), so what is behind it waits.
+    //   A head whose lease ran out (its worker died mid-POST) is due again: taken again before anything behind it.
+    // - PostgreSQL: the heads found are locked (FOR UPDATE OF o); heads another claim holds locked are skipped (SKIP
+    //   LOCKED, not counted against the limit), never replaced by the entry behind them: the heads come from this
+    //   statement's snapshot, where the locked head is still there. A head another worker leased, or removed, and
+    //   committed meanwhile is re-checked on its new version: no longer due (skipped) or gone. So two claims in
+    //   parallel take different queues. SQLite: the whole claim runs under the writer lock (BEGIN IMMEDIATE).
+    // - The ids within a queue are its commit order, so the snapshot never misses an earlier entry of a queue whose
+    //   later entry it sees: every transaction queueing for a task holds that task's lock (serialize(), taken by
+    //   enqueue() and by a config write before it) until it commits, and identity values are drawn after the lock.
+    //   Besides, a task's state changes are written by the gateway running its turn, one after another (its write
+    //   queue, src/runtime/lifecycle.ts), and any state change (a cancel or a restart sweep on another gateway too)
+    //   first UPDATEs the task's row, whose lock it holds to its commit; the task lock also covers a config set that
+    //   announces the task's current state, which does not write the task row.
     const rows = await this.#heads(trx, now)
       .selectAll("o")
       .where("o.next_attempt_at", "<=", BigInt(now))
@@ -237,19 +294,26 @@ export class SqlPushOutboxStore implements PushOutboxStore {
     });
   }
 
-  remove(id: number): Promise<boolean> {
+  remove(id: number, lease?: number): Promise<boolean> {
     return storeCall("pushOutbox.remove", async () => {
-      const result = await this.db.deleteFrom("a2a_push_outbox").where("id", "=", BigInt(id)).executeTakeFirst();
+      const result = await this.db
+        .deleteFrom("a2a_push_outbox")
+        .where("id", "=", BigInt(id))
+        .$if(lease !== undefined, (q) => q.where("next_attempt_at", "=", BigInt(lease!)))
+        .executeTakeFirst();
       return result.numDeletedRows > 0n;
     });
   }
 
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined): Promise<void> {
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined, lease?: number): Promise<void> {
     return storeCall("pushOutbox.reschedule", async () => {
+      // With `lease`: only while the lease is still the caller's (the lease end is the claim's token: a later claim
+      // of the entry, after this one ran out, leased it until a later time).
       await this.db
         .updateTable("a2a_push_outbox")
         .set({ attempts, next_attempt_at: BigInt(nextAttemptAt), last_error: lastError ?? null })
         .where("id", "=", BigInt(id))
+        .$if(lease !== undefined, (q) => q.where("next_attempt_at", "=", BigInt(lease!)))
         .execute();
     });
   }

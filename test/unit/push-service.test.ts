@@ -955,11 +955,14 @@ class FlakyOutbox implements PushOutboxStore {
   rewrite(id: number, body: string): Promise<void> {
     return this.base.rewrite(id, body);
   }
-  remove(id: number): Promise<boolean> {
-    return this.base.remove(id);
+  serialize(taskId: string): Promise<void> {
+    return this.base.serialize(taskId);
   }
-  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined): Promise<void> {
-    return this.base.reschedule(id, attempts, nextAttemptAt, lastError);
+  remove(id: number, lease?: number): Promise<boolean> {
+    return this.base.remove(id, lease);
+  }
+  reschedule(id: number, attempts: number, nextAttemptAt: number, lastError: string | undefined, lease?: number): Promise<void> {
+    return this.base.reschedule(id, attempts, nextAttemptAt, lastError, lease);
   }
   drop(taskId: string, configId?: string): Promise<number> {
     return this.base.drop(taskId, configId);
