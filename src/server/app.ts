@@ -13,7 +13,8 @@ import { PostgresLimiter } from "../auth/limits-postgres.js";
 import { AddressGuard } from "../auth/address-guard.js";
 import type { DeploymentFacts } from "../discovery/facts.js";
 import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
-import { PushService } from "../push/service.js";
+import type { PushService } from "../push/service.js";
+import { pushService } from "./push-wiring.js";
 import { Discovery } from "./discovery.js";
 import { httpSide, type HttpSide } from "./http.js";
 import { AuditRecorder } from "../observability/audit.js";
@@ -62,8 +63,6 @@ export interface Gateway extends HttpSide {
 
 /** How often requests past their TTL are looked for (and recorded as expired in their task's trail). */
 const EXPIRY_SWEEP_MS = 30_000;
-/** How often a push worker on PostgreSQL looks at the outbox unprompted (what other gateways queued or left). */
-const PUSH_POLL_MS = 5_000;
 
 /** What the cards and the contract declare for this deployment. Push delivery needs an upstream (tasks to push). */
 export function deploymentFacts(config: Config, hasUpstream: boolean): DeploymentFacts {
@@ -213,28 +212,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     }, EXPIRY_SWEEP_MS);
     expirySweep.unref();
     if (facts.pushNotifications) {
-      push = new PushService({
-        configs: store.pushConfigs,
-        outbox: store.pushOutbox,
-        atomically: (fn) => store.atomically(fn),
-        visibleTask: (principal, taskId) => tasks().visible(principal, taskId),
-        metrics,
-        log: log.child({ component: "push" }),
-        timeoutMs: config.pushTimeout * 1000,
-        maxAttempts: config.pushMaxAttempts,
-        retryInitialMs: config.pushRetryInitial * 1000,
-        retryMaxMs: config.pushRetryMax * 1000,
-        maxConcurrency: config.pushMaxConcurrency,
-        maxConcurrencyPerHost: config.pushMaxConcurrencyPerHost,
-        maxConfigsPerTask: config.pushMaxConfigsPerTask,
-        maxAgeMs: config.pushMaxAge * 1000,
-        allowPrivateNetworks: config.pushAllowPrivateNetworks,
-        userAgent: `opencode-a2a/${packageVersion}`,
-        // Other gateways may share a PostgreSQL database: look for what they queued (or left behind) now and then.
-        ...(store.backend === "postgres" ? { pollMs: PUSH_POLL_MS } : {}),
-        traceOf: (taskId) => tasks().traceOf(taskId),
-        ...(deps.pushClock === undefined ? {} : { now: deps.pushClock }),
-      });
+      push = pushService(config, store, metrics, log.child({ component: "push" }), tasks, deps.pushClock);
     }
     // Post-run governors review completed turns whenever a policy file is in use (its governors may change on reload).
     const governors =
