@@ -24,6 +24,7 @@ import type { Config } from "../config/index.js";
 import { A2AError, invalidParams } from "../contract/errors.js";
 import type { Message, Metadata, Task } from "../protocol/model.js";
 import type { InterruptHooks, PendingInterrupt, TaskRuntime } from "../runtime/tasks.js";
+import { forwarded, type InterruptForwarding } from "./interrupt-forwarding.js";
 import type { Storage } from "../storage/index.js";
 import type { InterruptRecord, InterruptType } from "../storage/interrupts.js";
 import type { TraceContext } from "../tracing/index.js";
@@ -118,6 +119,8 @@ export interface InterruptRegistryDeps {
   tasks: () => Pick<TaskRuntime, "pendingInterrupt" | "resume">;
   /** The trail every decision lands in, and the policy rules (absent: every request is left to a client). */
   governance: { trail: GovernanceTrail; policies?: GovernancePolicySet };
+  /** Several gateways on one database: a reply for a task another one runs goes to that one (./interrupt-forwarding.ts). */
+  forward?: InterruptForwarding;
 }
 
 const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []);
@@ -235,6 +238,7 @@ export class InterruptRegistry implements InterruptHooks {
 
   async permissionReply(principal: Principal, requestId: string, reply: PermissionDecision, message?: string, trace?: TraceContext): Promise<void> {
     const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "permission");
+    if (await forwarded(this.deps.forward, principal, record.taskId, { kind: "permission", requestId, reply, ...(message === undefined ? {} : { message }) })) return;
     await this.#replyPermission(record, reply, message, trace);
     await this.#trail.answered(record, principal, reply, "a2a.interrupt.permission.reply");
     await this.#resumeTask(principal, record);
@@ -242,6 +246,7 @@ export class InterruptRegistry implements InterruptHooks {
 
   async questionReply(principal: Principal, requestId: string, answers: string[][], trace?: TraceContext): Promise<void> {
     const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "question");
+    if (await forwarded(this.deps.forward, principal, record.taskId, { kind: "question", requestId, answers })) return;
     const count = questionsOf(record.details).length;
     if (count > 0 && answers.length !== count) {
       throw invalidParams(`request ${requestId} asked ${count} question${count === 1 ? "" : "s"}: give one answer array per question, in order`, "answers", {
@@ -255,6 +260,7 @@ export class InterruptRegistry implements InterruptHooks {
 
   async questionReject(principal: Principal, requestId: string, trace?: TraceContext): Promise<void> {
     const record = await this.#binding(requestId, await this.#ownerFor(principal, requestId), "question");
+    if (await forwarded(this.deps.forward, principal, record.taskId, { kind: "reject", requestId })) return;
     await this.#upstream(record, "questionReject", (c) => sdk.questionReject({ ...c, path: { requestID: record.requestId } }), trace);
     await this.#trail.answered(record, principal, "reject", "a2a.interrupt.question.reject");
     await this.#resumeTask(principal, record);
@@ -262,6 +268,7 @@ export class InterruptRegistry implements InterruptHooks {
 
   /** tasks/provideInputAndContinue with a permission option: settle the task's pending permission. */
   async answerTaskPermission(principal: Principal, taskId: string, option: string, trace?: TraceContext): Promise<void> {
+    if (await forwarded(this.deps.forward, principal, taskId, { kind: "task-permission", taskId, option })) return;
     const pending = await this.deps.tasks().pendingInterrupt(principal, taskId);
     if (pending === undefined || pending.type !== "permission") {
       throw invalidParams(`Task ${taskId} has no pending permission request`, "permissionOptionId", { task_id: taskId });

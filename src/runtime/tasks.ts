@@ -55,7 +55,7 @@ export class TaskRuntime {
   }
 
   /** The other gateway running the task's turn, when it runs on one (never for a task live here). */
-  readonly #runner = (taskId: string | undefined): Promise<string | undefined> => this.#remote?.runner(taskId) ?? Promise.resolve(undefined);
+  readonly runnerOf = (taskId: string | undefined): Promise<string | undefined> => this.#remote?.runner(taskId) ?? Promise.resolve(undefined);
 
   /** The live tasks whose turn has an OpenCode session (the MCP tools attribute OpenCode's calls to them). */
   onSessions(): LiveTask[] {
@@ -82,7 +82,7 @@ export class TaskRuntime {
    * interrupted; non-blocking returns the working task at once. `spec`: a subtask's agent, command and start gate.
    */
   async send(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
-    const peer = await this.#runner(params.message.taskId);
+    const peer = await this.runnerOf(params.message.taskId);
     if (peer !== undefined) return this.#remote!.send(peer, principal, params, configure, trace);
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
     // Blocking: the answer is in the store before it is given, so a read of the task anywhere sees it.
@@ -93,7 +93,7 @@ export class TaskRuntime {
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
   async stream(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext): Promise<StreamHandle> {
-    const peer = await this.#runner(params.message.taskId);
+    const peer = await this.runnerOf(params.message.taskId);
     if (peer !== undefined) return this.#remote!.stream(peer, principal, params, configure, trace);
     const { queue } = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: l.task }), configure, trace);
     return streamHandle(queue, this.opts.metrics);
@@ -223,7 +223,7 @@ export class TaskRuntime {
   /** The pending interrupt of a task the caller can see (for tasks/provideInputAndContinue). */
   async pendingInterrupt(principal: Principal, taskId: string): Promise<PendingInterrupt | undefined> {
     await this.#visible(principal, taskId);
-    const peer = await this.#runner(taskId);
+    const peer = await this.runnerOf(taskId);
     return peer === undefined ? this.#live.get(taskId)?.pendingInterrupt() : this.#remote!.pendingInterrupt(peer, principal, taskId);
   }
 
@@ -233,7 +233,7 @@ export class TaskRuntime {
    */
   async resume(principal: Principal, taskId: string): Promise<Task> {
     await this.#visible(principal, taskId);
-    const peer = await this.#runner(taskId);
+    const peer = await this.runnerOf(taskId);
     if (peer !== undefined) return this.#remote!.resume(peer, principal, taskId);
     const live = this.#live.get(taskId);
     if (live === undefined) throw new A2AError("TASK_NOT_FOUND", undefined, { task_id: taskId });
@@ -244,7 +244,7 @@ export class TaskRuntime {
   /** Resolves when the task is terminal or interrupted again (blocking tasks/provideInputAndContinue). */
   async settled(principal: Principal, taskId: string): Promise<Task> {
     await this.#visible(principal, taskId);
-    const peer = await this.#runner(taskId);
+    const peer = await this.runnerOf(taskId);
     if (peer !== undefined) return this.#remote!.settled(peer, principal, taskId);
     const live = this.#live.get(taskId);
     if (live !== undefined) await live.settled().then(() => live.writes);
@@ -313,7 +313,7 @@ export class TaskRuntime {
         throw new A2AError("TASK_NOT_CANCELABLE", `Task ${taskId} is already ${task.status.state}`, { task_id: taskId, state: task.status.state });
       }
       const live = this.#live.get(taskId);
-      const peer = await this.#runner(taskId);
+      const peer = await this.runnerOf(taskId);
       const canceled = peer === undefined ? undefined : await this.#remote!.cancel(peer, principal, taskId);
       if (canceled !== undefined) return canceled;
       if (live === undefined) {
@@ -339,7 +339,7 @@ export class TaskRuntime {
     const annotate = await this.#annotation(taskId);
     const task = annotate((await this.#visible(principal, taskId)).task);
     const live = this.#live.get(taskId);
-    const peer = isTerminal(task.status.state) ? undefined : await this.#runner(taskId);
+    const peer = isTerminal(task.status.state) ? undefined : await this.runnerOf(taskId);
     if (peer !== undefined) return this.#remote!.subscribe(peer, principal, taskId, line);
     if (live === undefined || isTerminal(live.state)) {
       if (line === "1.0" || !isTerminal(task.status.state)) {

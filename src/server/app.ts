@@ -8,6 +8,7 @@ import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
 import { openCluster, type Cluster } from "../cluster/index.js";
+import { interruptForwarding } from "../extensions/interrupt-forwarding.js";
 import { AccessLimits } from "../auth/limits.js";
 import { PostgresLimiter } from "../auth/limits-postgres.js";
 import { AddressGuard } from "../auth/address-guard.js";
@@ -203,7 +204,24 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     const store = storage;
     const trail = new GovernanceTrail({ storage: store, log: governanceLog });
     const governance = { trail, ...(policies === undefined ? {} : { policies }) };
-    interrupts = new InterruptRegistry({ config, storage: store, upstream: upstream.client, log: log.child({ component: "extensions" }), tasks, governance });
+    // The gateways of the database (PostgreSQL): this one's lease and the bus to the others (src/cluster).
+    cluster = openCluster({
+      storage: store,
+      ...(config.instanceId === undefined ? {} : { instance: config.instanceId }),
+      leaseMs: config.instanceLease * 1000,
+      log: log.child({ component: "cluster" }),
+    });
+    const peers = cluster.peers;
+    const forward = peers === undefined ? undefined : interruptForwarding(peers, (taskId) => tasks().runnerOf(taskId), () => interrupts!);
+    interrupts = new InterruptRegistry({
+      config,
+      storage: store,
+      upstream: upstream.client,
+      log: log.child({ component: "extensions" }),
+      tasks,
+      governance,
+      ...(forward === undefined ? {} : { forward }),
+    });
     // Requests nobody answered land in their task's trail as `expired` soon after their TTL, read or not.
     expirySweep = setInterval(() => {
       trail.sweepExpired().catch((error: unknown) => {
@@ -219,13 +237,6 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       policies === undefined
         ? undefined
         : await GovernorService.create({ policies, trail, upstream: upstream.client, sessions, routing, metrics, log: governanceLog });
-    // The gateways of the database (PostgreSQL): this one's lease and the bus to the others (src/cluster).
-    cluster = openCluster({
-      storage,
-      ...(config.instanceId === undefined ? {} : { instance: config.instanceId }),
-      leaseMs: config.instanceLease * 1000,
-      log: log.child({ component: "cluster" }),
-    });
     runtime = new TaskRuntime({
       store: storage.tasks,
       cluster,

@@ -1,5 +1,5 @@
-// Two gateway processes on one PostgreSQL database (issue 22), both in front of one OpenCode stub: a task started on
-// A is streamed, canceled and answered on B; A killed mid-turn leaves its task to B's sweep after the lease; push
+// Two gateway processes on one PostgreSQL database (issue 22), each in front of its own OpenCode stub: a task started
+// on A is streamed, canceled and answered on B (what only A's OpenCode can do goes to A); A killed mid-turn leaves its task to B's sweep after the lease; push
 // notifications are delivered once and in order by the two workers; a credential's limits hold across both.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectRestError } from "../support/contract.js";
@@ -18,16 +18,18 @@ const STREAMER = { id: "streamer", principal: "p-streamer", scheme: "bearer", se
 const LEASE_SECONDS = "1";
 
 let stub: StubUpstream;
+/** B's own OpenCode: what B does for a task A runs must reach A's (`stub`), never this one. */
+let stubB: StubUpstream;
 let database: Awaited<ReturnType<typeof freshDatabase>>;
 let a: GatewayProcess;
 let b: GatewayProcess;
 let rx: Receiver;
 const started: GatewayProcess[] = [];
 
-async function gateway(instance: string): Promise<GatewayProcess> {
+async function gateway(instance: string, upstream: StubUpstream = stub): Promise<GatewayProcess> {
   const g = await startGatewayProcess({
     ...QUICK,
-    OPENCODE_BASE_URL: stub.url,
+    OPENCODE_BASE_URL: upstream.url,
     A2A_TASK_STORE_DATABASE_URL: database.url,
     A2A_INSTANCE_ID: instance,
     A2A_INSTANCE_LEASE_SECONDS: LEASE_SECONDS,
@@ -54,14 +56,16 @@ const promptsSent = (): number => stub.requests.filter((r) => r.method === "POST
 describe.skipIf(postgresUrl === undefined)("two gateways on one PostgreSQL database", () => {
   beforeAll(async () => {
     stub = await startStubUpstream({ heartbeatMs: 200 });
+    stubB = await startStubUpstream({ heartbeatMs: 200 });
     database = await freshDatabase();
-    [a, b] = [await gateway("gateway-a"), await gateway("gateway-b")];
+    [a, b] = [await gateway("gateway-a"), await gateway("gateway-b", stubB)];
     rx = await Receiver.start();
   }, 60_000);
   afterAll(async () => {
     for (const g of started) await g.stop().catch(() => undefined);
     await rx?.close();
     await stub?.close();
+    await stubB?.close();
     await database?.drop();
   });
 
@@ -122,6 +126,9 @@ describe.skipIf(postgresUrl === undefined)("two gateways on one PostgreSQL datab
     const reply = await rpc(b.url, { jsonrpc: "2.0", id: 1, method: "a2a.interrupt.permission.reply", params: { request_id: requestId, reply: "once" } }, { "A2A-Version": "0.3" });
     expect(reply.body?.error, reply.text).toBeUndefined();
     await until("the task to complete on A", async () => ((await getTask(a.url, M03, permission.id)).status.state === "completed" ? true : undefined), 10_000);
+    // The replies went to A's OpenCode (B's has its own): B forwarded them to A.
+    expect(stub.requests.filter((r) => r.method === "POST" && r.path === `/permission/${requestId}/reply`)).toHaveLength(1);
+    expect(stubB.requests.filter((r) => r.path.includes("/permission/") || r.path.includes("/question/"))).toEqual([]);
   });
 
   it("push notifications: two workers deliver each one once, in order per task and config, with retries", async () => {
