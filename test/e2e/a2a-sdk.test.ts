@@ -7,12 +7,13 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Role, TaskState } from "@a2a-js/sdk";
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from "@a2a-js/sdk/client";
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory, type Client } from "@a2a-js/sdk/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HermeticOpencode } from "../../tools/upstream/hermetic.js";
 import type { ModelServer } from "../../tools/upstream/model-server.js";
 import { hang, text, tool } from "../../tools/upstream/script.js";
-import { TEST_TOKEN, type StartedGateway } from "../support/gateway.js";
+import type { StartedGateway } from "../support/gateway.js";
+import { bearer, client, message, send, textOf, type Binding, type Line } from "../support/sdk-client.js";
 import { startRealStack, type RealStack } from "../support/stack.js";
 
 const PASSWORD = "e2e-sdk-opencode-password";
@@ -62,61 +63,6 @@ afterAll(async () => {
   await new Promise((resolve) => receiver?.close(resolve));
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
-
-type Binding = "JSONRPC" | "HTTP+JSON";
-type Line = "1.0" | "0.3";
-
-const bearer = {
-  async before(args: { options?: { serviceParameters?: Record<string, string> } }) {
-    args.options = { ...args.options, serviceParameters: { ...args.options?.serviceParameters, Authorization: `Bearer ${TEST_TOKEN}` } };
-  },
-  async after() {},
-};
-
-/**
- * A client that speaks exactly `line` over exactly `binding`. For 0.3 the card is fetched the way the SDK does
- * (with A2A-Version: 1.0) and only the 0.3 interfaces are kept, so the legacy transports are chosen (wire §17).
- */
-async function client(url: string, line: Line, binding: Binding): Promise<Client> {
-  const legacyCompat = { enabled: line === "0.3" };
-  const filteringFetch: typeof fetch = async (input, init) => {
-    const res = await fetch(input, init);
-    const card = (await res.json()) as { supportedInterfaces: { protocolVersion: string; protocolBinding: string }[] };
-    card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === line && i.protocolBinding === binding);
-    return new Response(JSON.stringify(card), { status: res.status, headers: { "content-type": "application/json" } });
-  };
-  const transport = binding === "JSONRPC" ? new JsonRpcTransportFactory({ legacyCompat }) : new RestTransportFactory({ legacyCompat });
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [transport],
-      preferredTransports: [binding],
-      cardResolver: new DefaultAgentCardResolver({ legacyCompat, fetchImpl: filteringFetch }),
-      clientConfig: { interceptors: [bearer] } as never,
-    }),
-  );
-  return factory.createFromUrl(url);
-}
-
-const textPart = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "text/plain" });
-
-function message(value: string, extra: { contextId?: string; taskId?: string; metadata?: Record<string, unknown> } = {}) {
-  return {
-    messageId: crypto.randomUUID(),
-    role: Role.ROLE_USER,
-    contextId: extra.contextId ?? "",
-    taskId: extra.taskId ?? "",
-    parts: [textPart(value)],
-    metadata: extra.metadata,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-const send = (m: ReturnType<typeof message>, configuration?: Record<string, unknown>) => ({ tenant: "", message: m, configuration: configuration as never, metadata: undefined });
-
-/** Text of an SDK artifact/message part list. */
-const textOf = (parts: { content?: { $case: string; value: unknown } }[] | undefined): string =>
-  (parts ?? []).map((p) => (p.content?.$case === "text" ? String(p.content.value) : "")).join("");
 
 /** The session the gateway created for a context: read from the task's metadata. */
 const sessionOf = (task: { metadata?: Record<string, any> }): string => task.metadata?.shared?.session?.id;
