@@ -146,6 +146,24 @@ describe.each(backends)("task store (%s)", (_name, open) => {
     expect((await store.list(undefined, { state: "canceled" })).tasks).toEqual([]);
   });
 
+  it("orphans(): the unfinished tasks no live instance runs (all of them when no instances are given)", async () => {
+    await store.create(makeTask("o-alive"), "alice", { instance: "gw-alive" });
+    await store.create(makeTask("o-dead"), "alice", { instance: "gw-dead" });
+    await store.create(makeTask("o-none"), "alice");
+    await store.create(makeTask("o-asked", { state: "input-required" }), "bob", { instance: "gw-dead" });
+    await store.create(makeTask("o-done", { state: "completed" }), "alice", { instance: "gw-dead" });
+    expect((await store.get("o-alive"))?.instance).toBe("gw-alive");
+    expect((await store.get("o-none"))?.instance).toBeUndefined();
+    const ids = async (alive: string[] | undefined, limit = 100) => (await store.orphans(alive, limit)).map((t) => t.id).sort();
+    expect(await ids(["gw-alive"])).toEqual(["o-asked", "o-dead", "o-none"]);
+    expect(await ids(["gw-alive", "gw-dead"])).toEqual(["o-none"]);
+    expect(await ids(undefined)).toEqual(["o-alive", "o-asked", "o-dead", "o-none"]);
+    expect(await ids([])).toEqual(["o-alive", "o-asked", "o-dead", "o-none"]);
+    expect(await ids(["gw-alive"], 2)).toHaveLength(2);
+    await store.save({ ...makeTask("o-dead"), status: { state: "failed", timestamp: ts(5) } });
+    expect(await ids(["gw-alive"])).toEqual(["o-asked", "o-none"]);
+  });
+
   it("a task created terminal stays terminal", async () => {
     await store.create(makeTask("t1", { state: "rejected" }), "alice");
     expect((await store.save(makeTask("t1", { state: "working" })))).toMatchObject({ applied: false, state: "rejected" });
