@@ -81,6 +81,7 @@ export function openCluster(opts: ClusterOptions): Cluster {
     start: async (s) => {
       await bus.start();
       await leases.start();
+      opts.log.info({ instance, gateways: [...leases.alive].sort(), lease_ms: opts.leaseMs }, "joined the gateways of the PostgreSQL database");
       sweep = s;
       // This instance's tasks from before a restart (the same A2A_INSTANCE_ID) are stale too.
       await s([...leases.alive].filter((id) => id !== instance));

@@ -12,6 +12,7 @@ import { openStorage } from "../../src/storage/index.js";
 import { startStubUpstream } from "../../tools/upstream/stub.js";
 import { hang } from "../../tools/upstream/script.js";
 import { binPath } from "../support/build.js";
+import { listeningUrl } from "../support/gateway-process.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
 
 const SECRET = "cli-secret-token-do-not-print-4242";
@@ -67,18 +68,7 @@ function serveEnv(stubUrl: string, file: string): Record<string, string> {
 async function startServe(env: Record<string, string>): Promise<{ child: ChildProcess; exited: Promise<number | null>; url: string }> {
   const child = spawn(command[0], command[1], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
   const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${out}`)), 20_000);
-    child.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-  });
+  const url = await listeningUrl(child, 20_000);
   return { child, exited, url };
 }
 

@@ -16,6 +16,29 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/**
+ * The URL of the `… listening on http://…` line a starting gateway prints on stdout; rejects when none comes within
+ * `ms` or the process ends first (`more`: what else to tell then, e.g. its stderr).
+ */
+export function listeningUrl(child: ChildProcess, ms: number, more: () => string = () => ""): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`no listening line within ${ms} ms: ${out} ${more()}`)), ms);
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once("close", () => {
+      clearTimeout(timer);
+      reject(new Error(`the gateway exited before listening: ${out} ${more()}`));
+    });
+  });
+}
+
 export async function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "opencode-a2a-proc-"));
   const child = spawn(process.execPath, [binPath, "serve"], {
@@ -34,22 +57,7 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
   let stderr = "";
   child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`no listening line within 30 s: ${out} ${stderr}`)), 30_000);
-    child.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`the gateway exited before listening: ${stderr}`));
-    });
-  });
+  const url = await listeningUrl(child, 30_000, () => stderr);
   return {
     url,
     child,
