@@ -22,7 +22,7 @@ export const LAYERS = {
   subtasks: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
   messages: ["auth", "bridge", "config", "contract", "protocol", "storage", "upstream", "util"],
   governance: ["auth", "bridge", "config", "contract", "observability", "protocol", "runtime", "storage", "tracing", "upstream", "util"],
-  extensions: ["auth", "bridge", "config", "contract", "governance", "messages", "observability", "operations", "protocol", "runtime", "storage", "subtasks", "tracing", "upstream", "util"],
+  extensions: ["auth", "bridge", "cluster", "config", "contract", "governance", "messages", "observability", "operations", "protocol", "runtime", "storage", "subtasks", "tracing", "upstream", "util"],
   discovery: ["auth", "config", "contract", "protocol", "util"],
   pipeline: ["auth", "config", "contract", "logging", "observability", "protocol", "tracing", "util"],
   mcp: ["auth", "bridge", "client", "config", "contract", "messages", "observability", "pipeline", "protocol", "upstream", "util"],
