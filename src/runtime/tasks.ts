@@ -388,12 +388,13 @@ export class TaskRuntime {
     return releaseAll(this.#live.values());
   }
 
-  /** Streams still running at shutdown are told the gateway stops; their tasks stay as stored. */
-  shutdown(): void {
+  /** Streams still running at shutdown end; their tasks stay as stored once the writes already queued are done. */
+  async shutdown(): Promise<void> {
     this.#lifecycle.stop();
     for (const live of this.#live.values()) {
       live.abort.abort();
       live.fanout.close();
     }
+    await Promise.allSettled([...this.#live.values()].map((live) => live.writes));
   }
 }

@@ -384,7 +384,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     push,
     async close() {
       if (expirySweep !== undefined) clearInterval(expirySweep);
-      runtime?.shutdown();
+      await runtime?.shutdown();
       await cluster?.stop();
       await push?.stop();
       await recorder.close();
