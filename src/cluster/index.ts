@@ -4,7 +4,7 @@
 // alone: the cluster is this one instance and nothing goes anywhere.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { Storage } from "../storage/index.js";
+import type { OrphanScope, Storage } from "../storage/index.js";
 import { PgBus } from "./bus.js";
 import { InstanceLeases } from "./leases.js";
 import { Peers } from "./peers.js";
@@ -21,11 +21,14 @@ export interface ClusterOptions {
   instance?: string;
   /** A2A_INSTANCE_LEASE_SECONDS in ms. */
   leaseMs: number;
-  log: Pick<Logger, "warn" | "info">;
+  log: Pick<Logger, "warn" | "info" | "error">;
 }
 
-/** What the sweep is given: the instances alive now (undefined: this gateway is alone, every unfinished task is stale). */
-export type Sweep = (alive: readonly string[] | undefined) => Promise<void>;
+/**
+ * What the sweep fails: the unfinished tasks of no live instance, and those of `stale` (this instance's previous run);
+ * undefined: this gateway is alone, every unfinished task is left over.
+ */
+export type Sweep = (scope: OrphanScope | undefined) => Promise<void>;
 
 export interface Cluster {
   readonly instance: string;
@@ -70,7 +73,7 @@ export function openCluster(opts: ClusterOptions): Cluster {
     tick: async (alive) => {
       const living = new Set(alive);
       for (const peer of peers.waitingOn()) if (!living.has(peer)) peers.lost(peer, "its lease ran out");
-      await sweep(alive).catch((error: Error) => opts.log.warn({ err: error.message }, "the sweep of dead gateways' tasks failed"));
+      await sweep({}).catch((error: Error) => opts.log.warn({ err: error.message }, "the sweep of dead gateways' tasks failed"));
       if (++ticks % 30 === 0) await bus.prune(Date.now()).catch(() => undefined);
     },
   });
@@ -84,7 +87,7 @@ export function openCluster(opts: ClusterOptions): Cluster {
       opts.log.info({ instance, gateways: [...leases.alive].sort(), lease_ms: opts.leaseMs }, "joined the gateways of the PostgreSQL database");
       sweep = s;
       // This instance's tasks from before a restart (the same A2A_INSTANCE_ID) are stale too.
-      await s([...leases.alive].filter((id) => id !== instance));
+      await s({ stale: instance });
     },
     stop: async () => {
       await leases.stop();

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { isTerminal, now, type Task } from "../protocol/model.js";
-import type { SaveResult, TaskStore } from "../storage/tasks.js";
+import type { OrphanScope, SaveResult, TaskStore } from "../storage/tasks.js";
 import { mergeOpencode } from "./lifecycle.js";
 import type { LiveTask } from "./live-task.js";
 
@@ -12,16 +12,16 @@ const RESTARTED = "The gateway restarted while this task was running; its turn c
 const LOST = "The gateway instance running this task stopped or restarted (its lease ended); its turn cannot be continued.";
 
 /**
- * Fails every task stored in a non-terminal state that no instance in `alive` runs (undefined: every one); returns how
- * many. A task that ended meanwhile is left as it is (first terminal state wins).
+ * Fails every task stored in a non-terminal state that no live instance runs (`scope`; undefined: every one); returns
+ * how many. A task that ended meanwhile is left as it is (first terminal state wins).
  */
-export async function failOrphans(store: TaskStore, save: (task: Task) => Promise<SaveResult>, log: Pick<Logger, "warn">, alive?: readonly string[]): Promise<number> {
-  const message = alive === undefined ? RESTARTED : LOST;
+export async function failOrphans(store: TaskStore, save: (task: Task) => Promise<SaveResult>, log: Pick<Logger, "warn">, scope?: OrphanScope): Promise<number> {
+  const message = scope === undefined ? RESTARTED : LOST;
   const error = { type: "GATEWAY_RESTARTED", message };
   let failed = 0;
   for (;;) {
     let applied = 0;
-    for (const task of await store.orphans(alive, 100)) {
+    for (const task of await store.orphans(scope, 100)) {
       const status = {
         state: "failed" as const,
         timestamp: now(),
@@ -32,7 +32,7 @@ export async function failOrphans(store: TaskStore, save: (task: Task) => Promis
     failed += applied;
     if (applied === 0) break; // none left (or none could change): done
   }
-  if (failed > 0) log.warn({ failed }, alive === undefined ? "tasks left running by a previous process were marked failed" : "tasks of gateway instances that stopped were marked failed");
+  if (failed > 0) log.warn({ failed }, scope === undefined ? "tasks left running by a previous process were marked failed" : "tasks of gateway instances that stopped were marked failed");
   return failed;
 }
 

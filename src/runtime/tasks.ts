@@ -15,7 +15,7 @@ import { A2AError } from "../contract/errors.js";
 import type { AbortOutcome } from "../observability/metrics.js";
 import { isTerminal, now, type ListParams, type Message, type Metadata, type SendParams, type Task } from "../protocol/model.js";
 import { StoreHealth } from "../storage/health.js";
-import type { StoredTask, TaskListResult } from "../storage/tasks.js";
+import type { OrphanScope, StoredTask, TaskListResult } from "../storage/tasks.js";
 import { traceOfRouting, withTrace, type TraceContext } from "../tracing/index.js";
 import { upstreamAbort, type AbortUpstream } from "./abort.js";
 import { Admission, type AdmissionStatus } from "./admission.js";
@@ -358,11 +358,11 @@ export class TaskRuntime {
 
   /**
    * Tasks no live gateway runs end as failed with GATEWAY_RESTARTED: at start, and (PostgreSQL) at every lease renewal
-   * for the tasks of gateways whose lease ran out. `alive`: the live instances (undefined: this gateway is alone, so
+   * for the tasks of gateways whose lease ran out (`scope`; undefined: this gateway is alone, so
    * every unfinished task in the store is left over). Returns how many.
    */
-  failOrphans(alive?: readonly string[]): Promise<number> {
-    return failOrphans(this.opts.store, (task) => this.#lifecycle.save(task), this.opts.log, alive);
+  failOrphans(scope?: OrphanScope): Promise<number> {
+    return failOrphans(this.opts.store, (task) => this.#lifecycle.save(task), this.opts.log, scope);
   }
 
   /**

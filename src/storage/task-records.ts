@@ -17,6 +17,11 @@ export interface TaskExtra {
   instance?: string;
 }
 
+/** Which unfinished tasks TaskStore.orphans() gives: those of no live instance, and those of `stale` (a restarted one). */
+export interface OrphanScope {
+  stale?: string;
+}
+
 export interface StoredTask extends TaskExtra {
   task: Task;
   owner: string;
@@ -75,10 +80,11 @@ export interface TaskStore {
   /** Update the binding fields of an existing task (only the given keys). Returns false when the task is unknown. */
   updateExtra(id: string, extra: TaskExtra): Promise<boolean>;
   /**
-   * Up to `limit` tasks in a non-terminal state that no live gateway runs: their instance is not in `alive` (or
-   * unknown). `alive` undefined: every non-terminal task (one gateway per database, at its start).
+   * Up to `limit` tasks in a non-terminal state that no live gateway runs (PostgreSQL: their instance holds no lease
+   * in a2a_instances now, or is `scope.stale`, or is unknown). `scope` undefined: every non-terminal task (one
+   * gateway per database, at its start).
    */
-  orphans(alive: readonly string[] | undefined, limit: number): Promise<Task[]>;
+  orphans(scope: OrphanScope | undefined, limit: number): Promise<Task[]>;
   /** List tasks of `owner` (undefined = every owner). */
   list(owner: string | undefined, params?: ListParams): Promise<TaskListResult>;
   count(): Promise<number>;

@@ -7,7 +7,7 @@ import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
 import type { ListParams, Task, TaskState } from "../protocol/model.js";
 import { int, storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
-import { canonicalTimestamp, deepFreeze, invalid, page, PageTokens, resolveListQuery, serialize, TERMINAL, type SaveResult, type StoredTask, type StoredTaskView, type TaskExtra, type TaskListResult, type TaskStore } from "./task-records.js";
+import { canonicalTimestamp, deepFreeze, invalid, page, PageTokens, resolveListQuery, serialize, TERMINAL, type SaveResult, type StoredTask, type StoredTaskView, type OrphanScope, type TaskExtra, type TaskListResult, type TaskStore } from "./task-records.js";
 
 export interface SqlTaskStoreOptions {
   /**
@@ -188,11 +188,28 @@ export class SqlTaskStore implements TaskStore {
     });
   }
 
-  async orphans(alive: readonly string[] | undefined, limit: number): Promise<Task[]> {
+  async orphans(scope: OrphanScope | undefined, limit: number): Promise<Task[]> {
     const rows = await storeCall("tasks.orphans", () => {
-      let q = this.db.selectFrom("a2a_tasks").select("task_json").where("state", "not in", TERMINAL);
-      if (alive !== undefined && alive.length > 0) q = q.where((eb) => eb.or([eb("instance", "is", null), eb("instance", "not in", alive)]));
-      return q.orderBy("id").limit(limit).execute();
+      let q = this.db.selectFrom("a2a_tasks as t").select("t.task_json").where("t.state", "not in", TERMINAL);
+      if (scope !== undefined) {
+        // Alive is decided now, by the database's clock (PostgreSQL: a2a_instances, a2a_now_ms()).
+        q = q.where((eb) =>
+          eb.or([
+            eb("t.instance", "is", null),
+            ...(scope.stale === undefined ? [] : [eb("t.instance", "=", scope.stale)]),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom("a2a_instances as i")
+                  .select("i.id")
+                  .whereRef("i.id", "=", "t.instance")
+                  .where("i.lease_until", ">=", sql<bigint>`a2a_now_ms()`),
+              ),
+            ),
+          ]),
+        );
+      }
+      return q.orderBy("t.id").limit(limit).execute();
     });
     return rows.map((row) => JSON.parse(row.task_json) as Task);
   }

@@ -137,7 +137,7 @@ describe.skipIf(postgresUrl === undefined)("the gateways' bus and leases on Post
     let now = 1_000_000;
     const ticks: string[][] = [];
     const lease = (instance: string) =>
-      new InstanceLeases({ sql: pg.db, instance, leaseMs: 1_000, log, now: () => now, tick: async (alive) => void ticks.push([...alive].sort()) });
+      new InstanceLeases({ sql: pg.db, instance, leaseMs: 1_000, log, now: () => now, manual: true, tick: async (alive) => void ticks.push([...alive].sort()) });
     const x = lease("lease-x");
     const y = lease("lease-y");
     await x.start();

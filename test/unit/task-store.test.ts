@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { rejectsA2AError } from "../support/errors.js";
 import type { Task, TaskState } from "../../src/protocol/model.js";
 import { openStorage, SqlTaskStore, type TaskStore } from "../../src/storage/index.js";
+import { sql } from "kysely";
 import { openPostgres } from "../../src/storage/sql/postgres.js";
 import { freshDatabase, postgresUrl } from "../support/postgres.js";
 
@@ -146,22 +147,15 @@ describe.each(backends)("task store (%s)", (_name, open) => {
     expect((await store.list(undefined, { state: "canceled" })).tasks).toEqual([]);
   });
 
-  it("orphans(): the unfinished tasks no live instance runs (all of them when no instances are given)", async () => {
-    await store.create(makeTask("o-alive"), "alice", { instance: "gw-alive" });
-    await store.create(makeTask("o-dead"), "alice", { instance: "gw-dead" });
+  it("orphans() without a scope: every unfinished task, at most `limit`", async () => {
+    await store.create(makeTask("o-a"), "alice", { instance: "gw-a" });
     await store.create(makeTask("o-none"), "alice");
-    await store.create(makeTask("o-asked", { state: "input-required" }), "bob", { instance: "gw-dead" });
-    await store.create(makeTask("o-done", { state: "completed" }), "alice", { instance: "gw-dead" });
-    expect((await store.get("o-alive"))?.instance).toBe("gw-alive");
+    await store.create(makeTask("o-asked", { state: "input-required" }), "bob", { instance: "gw-b" });
+    await store.create(makeTask("o-done", { state: "completed" }), "alice", { instance: "gw-a" });
+    expect((await store.get("o-a"))?.instance).toBe("gw-a");
     expect((await store.get("o-none"))?.instance).toBeUndefined();
-    const ids = async (alive: string[] | undefined, limit = 100) => (await store.orphans(alive, limit)).map((t) => t.id).sort();
-    expect(await ids(["gw-alive"])).toEqual(["o-asked", "o-dead", "o-none"]);
-    expect(await ids(["gw-alive", "gw-dead"])).toEqual(["o-none"]);
-    expect(await ids(undefined)).toEqual(["o-alive", "o-asked", "o-dead", "o-none"]);
-    expect(await ids([])).toEqual(["o-alive", "o-asked", "o-dead", "o-none"]);
-    expect(await ids(["gw-alive"], 2)).toHaveLength(2);
-    await store.save({ ...makeTask("o-dead"), status: { state: "failed", timestamp: ts(5) } });
-    expect(await ids(["gw-alive"])).toEqual(["o-asked", "o-none"]);
+    expect((await store.orphans(undefined, 100)).map((t) => t.id).sort()).toEqual(["o-a", "o-asked", "o-none"]);
+    expect(await store.orphans(undefined, 2)).toHaveLength(2);
   });
 
   it("a task created terminal stays terminal", async () => {
@@ -304,6 +298,30 @@ describe.skipIf(postgresUrl === undefined)("task store on PostgreSQL, two gatewa
     } finally {
       await a.close();
       await b.close();
+      await database.drop();
+    }
+  });
+
+  it("orphans() with a scope: tasks of instances without a live lease now (the database's clock), of the stale one, or of none", async () => {
+    const database = await freshDatabase();
+    const pg = await openPostgres(database.url);
+    try {
+      const store = await SqlTaskStore.open(pg.db);
+      const lease = (id: string, ms: number) => sql`INSERT INTO a2a_instances (id, started_at, lease_until, info) VALUES (${id}, 0, a2a_now_ms() + ${ms}, '{}')`.execute(pg.db);
+      await lease("gw-alive", 60_000);
+      await lease("gw-expired", -1_000);
+      await lease("gw-restarted", 60_000);
+      for (const [id, instance] of [["t-alive", "gw-alive"], ["t-expired", "gw-expired"], ["t-gone", "gw-gone"], ["t-restarted", "gw-restarted"], ["t-none", undefined]] as const) {
+        await store.create(makeTask(id), "alice", instance === undefined ? {} : { instance });
+      }
+      await store.create(makeTask("t-done", { state: "completed" }), "alice", { instance: "gw-expired" });
+      const ids = async (scope: { stale?: string }) => (await store.orphans(scope, 100)).map((t) => t.id).sort();
+      expect(await ids({})).toEqual(["t-expired", "t-gone", "t-none"]);
+      expect(await ids({ stale: "gw-restarted" })).toEqual(["t-expired", "t-gone", "t-none", "t-restarted"]);
+      await store.save({ ...makeTask("t-expired"), status: { state: "failed", timestamp: ts(5) } });
+      expect(await ids({})).toEqual(["t-gone", "t-none"]);
+    } finally {
+      await pg.close();
       await database.drop();
     }
   });
