@@ -2,7 +2,8 @@
 // sliding window and its open streams are rows of the database (PostgreSQL migration 10), so N gateways behind one
 // load balancer give it its limit once, not N times. Each take and each stream opening is one statement: a function
 // that locks the key (pg_advisory_xact_lock), drops what has left the window (or whose lease ran out), counts and
-// writes, so concurrent gateways cannot both take the last slot. The semantics are LocalLimiter's: an exact sliding
+// writes, so concurrent gateways cannot both take the last slot. A window's count is a running total (migration 11),
+// so a take costs the same however many requests its window holds. The semantics are LocalLimiter's: an exact sliding
 // window (every allowed request's time is kept until it leaves), weights all or nothing, the same verdict fields.
 //
 // A stream holds a lease row; its gateway renews the leases it holds every streamLeaseMs / 3 while they are open and
@@ -134,6 +135,9 @@ export class PostgresLimiter implements Limiter {
     this.#sweptAt = now;
     void sql`DELETE FROM a2a_rate_events WHERE expires_at <= ${now}`
       .execute(this.#db)
+      // Windows left empty (their total is kept by a trigger on a2a_rate_events, PostgreSQL migration 11): a take that
+      // comes later makes its window again.
+      .then(() => sql`DELETE FROM a2a_rate_windows WHERE used = 0`.execute(this.#db))
       .then(() => sql`DELETE FROM a2a_stream_leases WHERE expires_at <= ${now}`.execute(this.#db))
       .catch(() => undefined);
   }

@@ -148,14 +148,26 @@ export class GovernanceTrail {
     };
   }
 
-  /** `metadata.opencode.governance` of the task: undefined while it has no decisions, pending requests or reviews. */
+  /**
+   * `metadata.opencode.governance` of the task: undefined while it has no decisions, pending requests or reviews.
+   * It is read at every read of a task (GetTask), so the common case is one statement: the store's presence() of a
+   * trail and of interrupt bindings; a task with neither has no summary. A task with bindings has its expired ones
+   * recorded first (the sweep adds decisions); then the counts are read (overview(), one statement).
+   */
   async summary(taskId: string): Promise<GovernanceSummary | undefined> {
-    const bindings = await this.deps.storage.interrupts.listForTask(taskId);
-    await this.sweepExpired(bindings);
-    const { count, lastSource } = await this.deps.storage.governance.decisionSummary(taskId);
-    const reviews = await this.deps.storage.governance.reviewSummary(taskId);
-    const now = this.#now();
-    const pending = bindings.filter((b) => b.expiresAt > now).length;
+    const governance = this.deps.storage.governance;
+    const present = await governance.presence(taskId);
+    if (!present.trail && !present.bindings) return undefined;
+    let pending = 0;
+    if (present.bindings) {
+      const bindings = await this.deps.storage.interrupts.listForTask(taskId);
+      await this.sweepExpired(bindings);
+      const now = this.#now();
+      pending = bindings.filter((b) => b.expiresAt > now).length;
+    }
+    const overview = await governance.overview(taskId);
+    const { count, lastSource } = overview.decisions;
+    const reviews = overview.reviews;
     if (count === 0 && pending === 0 && reviews.count === 0) return undefined;
     return {
       decisions: count,

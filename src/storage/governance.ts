@@ -6,7 +6,8 @@
 // PostgreSQL (the memory backend is SQLite in memory).
 import { sql, type Kysely } from "kysely";
 import type { GovernorFeedbackEntry } from "../../generated/types/extensions.js";
-import { int, storeCall } from "./sql/rows.js";
+import { PreparedQuery } from "./sql/prepared.js";
+import { flag, int, storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
 
 /** One decision, in its wire shape (spec: GovernancePermissionDecision). */
@@ -48,11 +49,59 @@ export interface GovernanceStore {
   decisionSummary(taskId: string): Promise<{ count: number; lastSource?: string }>;
   /** How many feedback rounds the task has and the most severe status of the newest. */
   reviewSummary(taskId: string): Promise<{ count: number; lastStatus?: ReviewStatus }>;
+  /**
+   * Whether the task has any trail entry, and any interrupt binding (a2a_interrupt_requests, live or a tombstone), in
+   * one statement: a task read (GetTask) reads the summary only when there is something to summarise.
+   */
+  presence(taskId: string): Promise<{ trail: boolean; bindings: boolean }>;
+  /** decisionSummary() and reviewSummary() in one statement. */
+  overview(taskId: string): Promise<TrailOverview>;
 }
+
+export interface TrailOverview {
+  decisions: { count: number; lastSource?: string };
+  reviews: { count: number; lastStatus?: ReviewStatus };
+}
+
+type Int = bigint | number | string;
+type OverviewRow = { decisions: Int | null; last_decision: string | null; reviews: Int | null; last_review: string | null };
 
 /** The governance store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
 export class SqlGovernanceStore implements GovernanceStore {
+  // presence() and overview() run at every read of a task: compiled once (./sql/prepared.ts).
+  readonly #presence = new PreparedQuery<[taskId: string], { trail: Int | boolean; bindings: Int | boolean }>((db, taskId) =>
+    db.selectNoFrom((eb) => [
+      eb.exists(eb.selectFrom("a2a_governance_trail").select("id").where("task_id", "=", taskId)).as("trail"),
+      eb.exists(eb.selectFrom("a2a_interrupt_requests").select("request_id").where("task_id", "=", taskId)).as("bindings"),
+    ]),
+  );
+  readonly #overview = new PreparedQuery<[taskId: string], OverviewRow>((db, taskId) => {
+    const trail = db.selectFrom("a2a_governance_trail").where("task_id", "=", taskId);
+    const count = (kind: "decision" | "feedback") => trail.where("kind", "=", kind).select((eb) => eb.fn.countAll<Int>().as("n"));
+    const last = (kind: "decision" | "feedback") => trail.where("kind", "=", kind).select("source").orderBy("id", "desc").limit(1);
+    return db.selectNoFrom([count("decision").as("decisions"), last("decision").as("last_decision"), count("feedback").as("reviews"), last("feedback").as("last_review")]);
+  });
+
   constructor(private readonly db: Kysely<SqlSchema>) {}
+
+  presence(taskId: string): Promise<{ trail: boolean; bindings: boolean }> {
+    return storeCall("governance.presence", async () => {
+      const row = (await this.#presence.execute(this.db, taskId))[0]!;
+      return { trail: flag(row.trail), bindings: flag(row.bindings) };
+    });
+  }
+
+  overview(taskId: string): Promise<TrailOverview> {
+    return storeCall("governance.overview", async () => {
+      const row = (await this.#overview.execute(this.db, taskId))[0]!;
+      const decisions = int(row.decisions ?? 0);
+      const reviews = int(row.reviews ?? 0);
+      return {
+        decisions: row.last_decision === null ? { count: decisions } : { count: decisions, lastSource: row.last_decision },
+        reviews: row.last_review === null ? { count: reviews } : { count: reviews, lastStatus: row.last_review as ReviewStatus },
+      };
+    });
+  }
 
   addDecision(taskId: string, owner: string, decision: TrailDecision): Promise<boolean> {
     return storeCall("governance.addDecision", async () => {

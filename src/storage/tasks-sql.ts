@@ -5,6 +5,7 @@ import crypto from "node:crypto";
 import { sql, type Kysely } from "kysely";
 import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
 import type { ListParams, Task, TaskState } from "../protocol/model.js";
+import { PreparedQuery } from "./sql/prepared.js";
 import { int, storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { canonicalTimestamp, deepFreeze, invalid, page, PageTokens, resolveListQuery, serialize, TERMINAL, type SaveResult, type StoredTask, type StoredTaskView, type OrphanScope, type TaskExtra, type TaskListResult, type TaskStore } from "./task-records.js";
@@ -31,6 +32,8 @@ interface Shared {
   dataVersion: number;
   /** Counts the writes through this store: a read that raced a write does not cache what it read. */
   writes: number;
+  /** view()'s read, compiled once (./sql/prepared.ts): only what a read needs, no binding columns to fetch and decode. */
+  viewRow: PreparedQuery<[id: string], { owner: string; task_json: string }>;
 }
 
 const PAGE_TOKEN_KEY = "page_token_key";
@@ -65,7 +68,8 @@ export class SqlTaskStore implements TaskStore {
       return Buffer.from(row.value, "hex");
     });
     const cacheSize = options.changeCounter === undefined ? 0 : (options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE);
-    return new SqlTaskStore(db, { tokens: new PageTokens(key), views: new Map(), cacheSize, changeCounter: options.changeCounter, dataVersion: -1, writes: 0 }, false);
+    const viewRow = new PreparedQuery((q, id: string) => q.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id));
+    return new SqlTaskStore(db, { tokens: new PageTokens(key), views: new Map(), cacheSize, changeCounter: options.changeCounter, dataVersion: -1, writes: 0, viewRow }, false);
   }
 
   /** The same store writing through `trx` (Storage.atomically): it shares the cache's invalidation, never fills it. */
@@ -134,8 +138,7 @@ export class SqlTaskStore implements TaskStore {
       }
     }
     const writes = shared.writes;
-    // Only what a read needs: no binding columns to fetch and decode.
-    const row = await storeCall("tasks.view", () => this.db.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id).executeTakeFirst());
+    const row = (await storeCall("tasks.view", () => shared.viewRow.execute(this.db, id)))[0];
     if (row === undefined) return undefined;
     const view: StoredTaskView = { task: JSON.parse(row.task_json) as Task, owner: row.owner };
     if (caching && writes === shared.writes) {

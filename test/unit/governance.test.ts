@@ -45,6 +45,8 @@ const feedback = { phase: "post_run" as const, timestamp: "2026-01-01T00:00:01.0
 async function keepsTheTrail(store: GovernanceStore): Promise<void> {
   expect(await store.trail("t1")).toEqual({ decisions: [], feedback: [] });
   expect(await store.decisionSummary("t1")).toEqual({ count: 0 });
+  expect(await store.presence("t1")).toEqual({ trail: false, bindings: false });
+  expect(await store.overview("t1")).toEqual({ decisions: { count: 0 }, reviews: { count: 0 } });
   expect(await store.addDecision("t1", "alice", decision("r1", "policy:a"))).toBe(true);
   expect(await store.addDecision("t1", "alice", decision("r2", "principal:alice"))).toBe(true);
   expect(await store.addDecision("t1", "alice", decision("r1", "expired"))).toBe(false);
@@ -67,6 +69,11 @@ async function keepsTheTrail(store: GovernanceStore): Promise<void> {
   // the newest round's most severe status
   expect(await store.reviewSummary("t1")).toEqual({ count: 2, lastStatus: "rejected" });
   expect(await store.reviewSummary("t2")).toEqual({ count: 0 });
+  // both summaries in one read (what a task read uses), and the presence that decides whether it is read at all
+  expect(await store.overview("t1")).toEqual({ decisions: { count: 2, lastSource: "principal:alice" }, reviews: { count: 2, lastStatus: "rejected" } });
+  expect(await store.overview("t2")).toEqual({ decisions: { count: 1, lastSource: "expired" }, reviews: { count: 0 } });
+  expect(await store.presence("t2")).toEqual({ trail: true, bindings: false });
+  expect(await store.presence("t3")).toEqual({ trail: false, bindings: false });
   // feedback rows never take a request's decision slot
   await store.addFeedback("t2", "bob", feedback);
   expect(await store.addDecision("t2", "bob", decision("r4", "policy:b"))).toBe(true);
@@ -100,6 +107,9 @@ describe.each(backends)("%s governance store", (_name, open) => {
     now += 6_000; // a is past its TTL, b and c are not
     expect((await s.interrupts.listExpired()).map((r) => r.requestId)).toEqual(["a"]);
     expect((await s.interrupts.listForTask("t1")).map((r) => r.requestId)).toEqual(["a", "b"]);
+    // a binding, live or past its TTL, is what makes a task read look for the summary
+    expect(await s.governance.presence("t1")).toEqual({ trail: false, bindings: true });
+    expect(await s.governance.presence("t3")).toEqual({ trail: false, bindings: false });
     await s.close();
   });
 });

@@ -230,6 +230,31 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     expect(Number(rows[0]!.n)).toBe(1);
   });
 
+  it("a window's running total stays the sum of its rows, whoever deletes them (a take, a sweep, any DELETE)", async () => {
+    const c = clock();
+    const [pa, pb] = await twoPools();
+    const [a, b] = [new PostgresLimiter(pa.db, { now: c.now }), new PostgresLimiter(pb.db, { now: c.now })];
+    const wide: LimitPolicy = { maxRequests: 1000, windowMs: 10_000, maxStreams: 2 };
+    const check = async (): Promise<void> => {
+      const { rows } = await sql<{ credential: string; used: string; summed: string | null }>`
+        SELECT w.credential, w.used, (SELECT sum(e.weight) FROM a2a_rate_events e WHERE e.credential = w.credential AND e.policy = w.policy) AS summed
+        FROM a2a_rate_windows w`.execute(pa.db);
+      for (const row of rows) expect(Number(row.used)).toBe(Number(row.summed ?? 0));
+    };
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).take(`k${i % 3}`, wide, 1 + (i % 4))));
+      await check();
+      c.advance(4_000);
+    }
+    // Another gateway's sweep (or one of version 10) deletes rows of several windows in one statement.
+    await sql`DELETE FROM a2a_rate_events WHERE expires_at <= ${c.now()}`.execute(pb.db);
+    await check();
+    const verdict = await a.take("k0", wide);
+    const { rows } = await sql<{ n: string | null }>`SELECT sum(weight) AS n FROM a2a_rate_events WHERE credential = 'k0'`.execute(pa.db);
+    expect(verdict?.remaining).toBe(wide.maxRequests - Number(rows[0]!.n));
+    await check();
+  });
+
   it("a database failure is TASK_STORE_UNAVAILABLE, for a charge and for a stream (fail closed)", async () => {
     const pg = await openTestPostgres();
     cleanups.push(pg.close);

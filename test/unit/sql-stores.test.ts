@@ -188,6 +188,7 @@ describe.skipIf(postgresUrl === undefined)("the PostgreSQL schema", () => {
       "a2a_push_configs",
       "a2a_push_outbox",
       "a2a_rate_events",
+      "a2a_rate_windows",
       "a2a_schema_version",
       "a2a_session_bindings",
       "a2a_session_messages",
