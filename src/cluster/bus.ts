@@ -52,7 +52,8 @@ export class PgBus {
   }
 
   async #listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.opts.url });
+    const client = new pg.Client({ connectionString: this.opts.url, keepAlive: true });
+    // Until it is this bus's listener, #lost ignores it (a failed connect rejects below instead).
     client.on("error", (error) => this.#lost(client, error));
     client.on("end", () => this.#lost(client, new Error("the listening connection ended")));
     client.on("notification", (n) => {
@@ -60,8 +61,13 @@ export class PgBus {
       const payload = n.payload;
       this.#receiving = this.#receiving.then(() => this.#handle(payload));
     });
-    await client.connect();
-    await client.query(`LISTEN "${channelOf(this.opts.instance)}"`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${channelOf(this.opts.instance)}"`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
     if (this.#stopped) {
       await client.end().catch(() => undefined);
       return;
@@ -84,10 +90,14 @@ export class PgBus {
     if (this.#stopped || this.#retry !== undefined) return;
     this.#retry = setTimeout(() => {
       this.#retry = undefined;
-      this.#listen().catch(() => {
-        this.#pause = Math.min(this.#pause * 2, 5_000);
-        this.#reconnect();
-      });
+      this.#listen().then(
+        // What was asked while no one listened may never be answered: it fails now rather than waiting for ever.
+        () => this.opts.onDown(new Error("the bus was down; messages sent meanwhile may be lost")),
+        () => {
+          this.#pause = Math.min(this.#pause * 2, 5_000);
+          this.#reconnect();
+        },
+      );
     }, this.#pause);
     this.#retry.unref();
   }
@@ -133,7 +143,7 @@ export class PgBus {
 
   #senderClient(): Promise<pg.Client> {
     if (this.#senderReady !== undefined) return this.#senderReady;
-    const client = new pg.Client({ connectionString: this.opts.url });
+    const client = new pg.Client({ connectionString: this.opts.url, keepAlive: true, connectionTimeoutMillis: 10_000 });
     client.on("error", () => {
       if (this.#sender === client) this.#dropSender();
     });
@@ -159,8 +169,10 @@ export class PgBus {
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
     if (this.#retry !== undefined) clearTimeout(this.#retry);
+    // What is queued still goes out (the last events and ends of streams served from here), then nothing more.
+    await this.#sending;
+    this.#stopped = true;
     await this.#sending;
     const listener = this.#listener;
     this.#listener = undefined;

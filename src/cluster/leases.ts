@@ -94,7 +94,7 @@ export class InstanceLeases {
       }
     }
     const info = JSON.stringify({ host: os.hostname(), pid: process.pid });
-    const until = sql<bigint>`${this.#now()} + ${BigInt(leaseMs)}`;
+    const until = sql<bigint>`${this.#now()}::bigint + ${BigInt(leaseMs)}::bigint`;
     await db
       .insertInto("a2a_instances")
       .values({ id: instance, started_at: this.#now(), lease_until: until, info })
@@ -106,7 +106,7 @@ export class InstanceLeases {
     // Rows of instances dead for a while are removed (their tasks were swept meanwhile).
     await db
       .deleteFrom("a2a_instances")
-      .where("lease_until", "<", sql<bigint>`${this.#now()} - ${BigInt(10 * leaseMs)}`)
+      .where("lease_until", "<", sql<bigint>`${this.#now()}::bigint - ${BigInt(10 * leaseMs)}::bigint`)
       .execute();
   }
 

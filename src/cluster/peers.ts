@@ -15,7 +15,7 @@ type Message =
   | { k: "req"; id: string; from: string; op: string; body: unknown; stream?: boolean }
   | { k: "res"; id: string; ok: true; body?: unknown }
   | { k: "res"; id: string; ok: false; error: WireError }
-  | { k: "ev"; id: string; seq: number; body: unknown }
+  | { k: "ev"; id: string; seq: number; body: unknown; from?: string }
   | { k: "end"; id: string; seq: number; error?: WireError }
   | { k: "close"; id: string };
 
@@ -56,6 +56,8 @@ export class Peers {
   readonly #streams = new Map<string, OpenStream>();
   /** Streams this instance serves to others, by id. */
   readonly #serving = new Map<string, { source: StreamSource; to: string }>();
+  /** Streams whose reader went away before this side served them. */
+  readonly #closedEarly = new Set<string>();
   readonly #handlers = new Map<string, CallHandler>();
   readonly #streamHandlers = new Map<string, StreamHandler>();
 
@@ -95,7 +97,7 @@ export class Peers {
   async open<S extends StreamSink>(peer: string, op: string, body: unknown, make: (detach: () => void) => S, timeoutMs = 30_000): Promise<S> {
     const id = randomUUID();
     const sink = make(() => {
-      if (this.#streams.delete(id)) void this.send(peer, { k: "close", id } satisfies Message).catch(() => undefined);
+      if (this.#streams.delete(id)) this.#close(peer, id);
     });
     this.#streams.set(id, { peer, sink, seq: 0 });
     const opened = new Promise<unknown>((resolve, reject) => {
@@ -104,15 +106,21 @@ export class Peers {
       pending.timer.unref();
       this.#calls.set(id, pending);
     });
+    opened.catch(() => undefined); // awaited below; a timeout while the request is still queued is not unhandled
     try {
       await this.send(peer, { k: "req", id, from: this.instance, op, body, stream: true } satisfies Message);
       await opened;
     } catch (error) {
       this.#settle(id);
-      this.#streams.delete(id);
+      // The peer may still open it (a late answer): it is told to stop.
+      if (this.#streams.delete(id)) this.#close(peer, id);
       throw error instanceof A2AError ? error : peerUnreachable(peer, (error as Error).message);
     }
     return sink;
+  }
+
+  #close(peer: string, id: string): void {
+    void this.send(peer, { k: "close", id } satisfies Message).catch(() => undefined);
   }
 
   #settle(id: string): PendingCall | undefined {
@@ -142,11 +150,15 @@ export class Peers {
       }
       case "ev": {
         const stream = this.#streams.get(message.id);
-        if (stream === undefined) return;
+        if (stream === undefined) {
+          // Nobody reads it here any more (timed out, closed): the serving side is told to stop.
+          if (message.from !== undefined) this.#close(message.from, message.id);
+          return;
+        }
         if (message.seq !== stream.seq + 1) {
           this.#streams.delete(message.id);
           stream.sink.fail(peerUnreachable(stream.peer, `stream event ${stream.seq + 1} was lost`));
-          void this.send(stream.peer, { k: "close", id: message.id } satisfies Message).catch(() => undefined);
+          this.#close(stream.peer, message.id);
           return;
         }
         stream.seq = message.seq;
@@ -162,10 +174,13 @@ export class Peers {
         else stream.sink.end();
         return;
       }
-      case "close":
-        this.#serving.get(message.id)?.source.close();
+      case "close": {
+        const serving = this.#serving.get(message.id);
+        if (serving === undefined) this.#closedEarly.add(message.id);
+        serving?.source.close();
         this.#serving.delete(message.id);
         return;
+      }
     }
   }
 
@@ -192,6 +207,10 @@ export class Peers {
       await this.send(from, { k: "res", id, ok: false, error: errorToWire(error) } satisfies Message).catch(() => undefined);
       return;
     }
+    if (this.#closedEarly.delete(id)) {
+      source.close();
+      return;
+    }
     this.#serving.set(id, { source, to: from });
     let seq = 0;
     let error: WireError | undefined;
@@ -199,7 +218,9 @@ export class Peers {
       await this.send(from, { k: "res", id, ok: true } satisfies Message);
       for await (const event of source.events) {
         if (!this.#serving.has(id)) break;
-        await this.send(from, { k: "ev", id, seq: ++seq, body: event } satisfies Message);
+        const n = ++seq;
+        // The first event names its sender: a reader that is gone can tell it to stop.
+        await this.send(from, { k: "ev", id, seq: n, body: event, ...(n === 1 ? { from: this.instance } : {}) } satisfies Message);
       }
     } catch (err) {
       error = errorToWire(err);
@@ -210,7 +231,11 @@ export class Peers {
     }
   }
 
-  /** `peer` is gone (its lease ran out) or the bus lost messages (`peer` undefined: every peer). */
+  /**
+   * `peer` is gone (its lease ran out), or (`peer` undefined) the bus lost messages or this gateway stops: what waits
+   * on it fails with GATEWAY_PEER_UNREACHABLE. Peers that may still be alive are told: their streams from here end
+   * with that error, and the streams they serve here are closed.
+   */
   lost(peer: string | undefined, detail: string): void {
     for (const [id, pending] of [...this.#calls]) {
       if (peer === undefined || pending.peer === peer) this.#settle(id)?.reject(peerUnreachable(pending.peer, detail));
@@ -219,11 +244,16 @@ export class Peers {
       if (peer !== undefined && stream.peer !== peer) continue;
       this.#streams.delete(id);
       stream.sink.fail(peerUnreachable(stream.peer, detail));
+      if (peer === undefined) this.#close(stream.peer, id);
     }
     for (const [id, serving] of [...this.#serving]) {
       if (peer !== undefined && serving.to !== peer) continue;
       this.#serving.delete(id);
       serving.source.close();
+      if (peer === undefined) {
+        const error = errorToWire(peerUnreachable(this.instance, detail));
+        void this.send(serving.to, { k: "end", id, seq: -1, error } satisfies Message).catch(() => undefined);
+      }
     }
   }
 

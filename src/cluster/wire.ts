@@ -2,7 +2,7 @@
 // (A2AError) as plain JSON, and back. A caller another gateway authenticated is taken as it was resolved there: the
 // gateways of one database share their credentials and trust each other (the bus is the database itself).
 import type { Principal } from "../auth/index.js";
-import { A2AError, type A2AErrorOptions, type ErrorReason } from "../contract/errors.js";
+import { A2AError, toA2AError, type A2AErrorOptions, type ErrorReason } from "../contract/errors.js";
 
 export interface WirePrincipal {
   id: string;
@@ -38,12 +38,10 @@ export interface WireError {
   options?: A2AErrorOptions;
 }
 
-/** An error to send back: an A2AError as it is, anything else as INTERNAL_ERROR (its text only). */
+/** An error to send back as the A2A error it is or maps to (an upstream failure its UPSTREAM_*; else INTERNAL_ERROR). */
 export function errorToWire(error: unknown): WireError {
-  if (error instanceof A2AError) {
-    return { reason: error.reason, message: error.message, data: error.data, options: error.options };
-  }
-  return { reason: "INTERNAL_ERROR", message: error instanceof Error ? error.message : String(error), data: {} };
+  const a2a = toA2AError(error);
+  return { reason: a2a.reason, message: a2a.message, data: a2a.data, options: a2a.options };
 }
 
 export const errorFromWire = (w: WireError): A2AError => new A2AError(w.reason as ErrorReason, w.message, w.data, w.options ?? {});

@@ -12,8 +12,8 @@ export type ForwardedReply =
   | { kind: "task-permission"; taskId: string; option: string };
 
 export interface InterruptForwarding {
-  /** The other gateway running the task's turn, when one does. */
-  runner(taskId: string): Promise<string | undefined>;
+  /** The other gateway running the task's turn, when one does and `principal` may see the task. */
+  runner(taskId: string, principal: Principal): Promise<string | undefined>;
   reply(peer: string, principal: Principal, reply: ForwardedReply): Promise<void>;
 }
 
@@ -32,14 +32,14 @@ const OP = "interrupts.reply";
  * gateway's), with the same checks; true when it was.
  */
 export async function forwarded(forward: InterruptForwarding | undefined, principal: Principal, taskId: string, reply: ForwardedReply): Promise<boolean> {
-  const peer = forward === undefined ? undefined : await forward.runner(taskId);
+  const peer = forward === undefined ? undefined : await forward.runner(taskId, principal);
   if (peer === undefined) return false;
   await forward!.reply(peer, principal, reply);
   return true;
 }
 
 /** Serves the replies other gateways forward here (made by `target`) and forwards this one's to the runner. */
-export function interruptForwarding(peers: Peers, runner: (taskId: string) => Promise<string | undefined>, target: () => ReplyTarget): InterruptForwarding {
+export function interruptForwarding(peers: Peers, runner: InterruptForwarding["runner"], target: () => ReplyTarget): InterruptForwarding {
   peers.handle(OP, async (body: { principal: WirePrincipal; reply: ForwardedReply }) => {
     const principal = principalFromWire(body.principal);
     const r = body.reply;

@@ -6,12 +6,17 @@ import type { Principal } from "../auth/index.js";
 import { principalFromWire, principalToWire, type Cluster, type Peers, type WirePrincipal } from "../cluster/index.js";
 import { A2AError } from "../contract/errors.js";
 import type { Metrics } from "../observability/metrics.js";
-import { isTerminal, type SendParams, type StreamEvent, type Task } from "../protocol/model.js";
+import { INTERRUPTED_STATES, isTerminal, type SendParams, type StreamEvent, type Task } from "../protocol/model.js";
 import type { TaskStore } from "../storage/tasks.js";
 import { TraceContext } from "../tracing/index.js";
 import { BoundedQueue } from "../util/queue.js";
 import { backlogExceeded, STREAM_BACKLOG_LIMIT, streamHandle, type EventQueue, type StreamHandle } from "./fanout.js";
 import type { Configure, PendingInterrupt, RuntimeOptions } from "./options.js";
+
+/** How long a message forwarded to a running task may take to be taken there (it may wait for a turn slot). */
+const SEND_TIMEOUT_MS = 5 * 60_000;
+/** How often a blocking call forwarded to another instance also reads the task from the store. */
+const SETTLED_POLL_MS = 2_000;
 
 const OP = {
   send: "tasks.send",
@@ -77,31 +82,41 @@ export class RemoteTasks {
     return new RemoteTasks(cluster, cluster.peers, opts.store, opts.metrics, opts.cancelAbortTimeoutMs + 5_000, isLive);
   }
 
-  /** The other live instance running the task's turn, when there is one (undefined: none, or this one). */
-  async runner(taskId: string | undefined): Promise<string | undefined> {
+  /**
+   * The other live instance running the task's turn, when there is one (undefined: none, this one, or a task
+   * `principal` may not see: it is answered here, as TASK_NOT_FOUND, without asking anyone).
+   */
+  async runner(taskId: string | undefined, principal?: Principal): Promise<string | undefined> {
     if (taskId === undefined || this.isLive(taskId)) return undefined;
     const record = await this.store.get(taskId);
     const instance = record?.instance;
     if (record === undefined || instance === undefined || instance === this.cluster.instance || isTerminal(record.task.status.state)) return undefined;
+    if (principal !== undefined && record.owner !== principal.id && !principal.admin) return undefined;
     return (await this.cluster.isAlive(instance)) ? instance : undefined;
   }
 
   /**
-   * message/send to a task running on `peer`: taken there at once (non-blocking), then `configure` (the push config
-   * sent with it) here, then, when blocking, the wait for the task to settle there.
+   * message/send to a task running on `peer`: `configure` (the push config sent with it) is stored first, so it sees
+   * every state change the message causes; the message is taken there at once (non-blocking), then, when blocking,
+   * this waits for the task to settle there.
    */
   async send(peer: string, principal: Principal, params: SendParams, configure: Configure | undefined, trace: TraceContext | undefined): Promise<Task> {
+    await this.#configure(params, configure);
     const blocking = params.configuration?.blocking !== false;
     const taken = { ...params, configuration: { ...params.configuration, blocking: false } };
-    const task = await this.peers.call<Task>(peer, OP.send, { principal: principalToWire(principal), params: taken, trace: traceToWire(trace) } satisfies AskedSend, 0);
-    await configure?.(task);
-    return blocking ? this.settled(peer, principal, task.id) : task;
+    const task = await this.peers.call<Task>(peer, OP.send, { principal: principalToWire(principal), params: taken, trace: traceToWire(trace) } satisfies AskedSend, SEND_TIMEOUT_MS);
+    return blocking ? this.settled(peer, principal, task.id, task.status.timestamp) : task;
   }
 
   async stream(peer: string, principal: Principal, params: SendParams, configure: Configure | undefined, trace: TraceContext | undefined): Promise<StreamHandle> {
-    const queue = await this.#open(peer, OP.stream, { principal: principalToWire(principal), params, trace: traceToWire(trace) } satisfies AskedSend);
-    if (params.message.taskId !== undefined) await configure?.({ id: params.message.taskId } as Task);
-    return streamHandle(queue, this.metrics);
+    await this.#configure(params, configure);
+    return streamHandle(await this.#open(peer, OP.stream, { principal: principalToWire(principal), params, trace: traceToWire(trace) } satisfies AskedSend), this.metrics);
+  }
+
+  async #configure(params: SendParams, configure: Configure | undefined): Promise<void> {
+    if (configure === undefined || params.message.taskId === undefined) return;
+    const record = await this.store.get(params.message.taskId);
+    if (record !== undefined) await configure(record.task);
   }
 
   async subscribe(peer: string, principal: Principal, taskId: string, line: "0.3" | "1.0"): Promise<StreamHandle> {
@@ -113,7 +128,8 @@ export class RemoteTasks {
     try {
       return await this.peers.call<Task>(peer, OP.cancel, { principal: principalToWire(principal), taskId } satisfies AskedTask, this.cancelTimeoutMs);
     } catch (error) {
-      if (error instanceof A2AError && error.reason === "GATEWAY_PEER_UNREACHABLE") return undefined;
+      // Only a gone instance lets the record be canceled here: a slow one still runs the turn.
+      if (error instanceof A2AError && error.reason === "GATEWAY_PEER_UNREACHABLE" && !(await this.cluster.isAlive(peer))) return undefined;
       throw error;
     }
   }
@@ -127,8 +143,31 @@ export class RemoteTasks {
     return this.peers.call(peer, OP.resume, { principal: principalToWire(principal), taskId } satisfies AskedTask);
   }
 
-  settled(peer: string, principal: Principal, taskId: string): Promise<Task> {
-    return this.peers.call(peer, OP.settled, { principal: principalToWire(principal), taskId } satisfies AskedTask, 0);
+  /**
+   * Resolves when the task is terminal or interrupted: told by `peer`, or read from the store (where the running
+   * instance writes those states before it tells anyone), whichever comes first; so a lost answer never hangs it.
+   * The store is trusted for an interrupted state only when it is newer than `after` (the status the wait began at).
+   */
+  async settled(peer: string, principal: Principal, taskId: string, after?: string): Promise<Task> {
+    let done = false;
+    const asked = this.peers.call<Task>(peer, OP.settled, { principal: principalToWire(principal), taskId } satisfies AskedTask, 0);
+    const polled = (async (): Promise<Task> => {
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, SETTLED_POLL_MS).unref());
+        if (done) return new Promise<never>(() => undefined);
+        const record = await this.store.get(taskId);
+        const state = record?.task.status.state;
+        if (record === undefined || state === undefined) continue;
+        const newer = after !== undefined && Date.parse(record.task.status.timestamp ?? "") > Date.parse(after);
+        if (isTerminal(state) || (newer && INTERRUPTED_STATES.has(state))) return record.task;
+      }
+    })();
+    try {
+      return await Promise.race([asked, polled]);
+    } finally {
+      done = true;
+      asked.catch(() => undefined);
+    }
   }
 
   #open(peer: string, op: string, body: unknown): Promise<EventQueue> {

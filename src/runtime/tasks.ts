@@ -55,7 +55,7 @@ export class TaskRuntime {
   }
 
   /** The other gateway running the task's turn, when it runs on one (never for a task live here). */
-  readonly runnerOf = (taskId: string | undefined): Promise<string | undefined> => this.#remote?.runner(taskId) ?? Promise.resolve(undefined);
+  readonly runnerOf = (taskId: string | undefined, principal?: Principal): Promise<string | undefined> => this.#remote?.runner(taskId, principal) ?? Promise.resolve(undefined);
 
   /** The live tasks whose turn has an OpenCode session (the MCP tools attribute OpenCode's calls to them). */
   onSessions(): LiveTask[] {
@@ -82,7 +82,7 @@ export class TaskRuntime {
    * interrupted; non-blocking returns the working task at once. `spec`: a subtask's agent, command and start gate.
    */
   async send(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext, spec?: TurnSpec): Promise<Task> {
-    const peer = await this.runnerOf(params.message.taskId);
+    const peer = await this.runnerOf(params.message.taskId, principal);
     if (peer !== undefined) return this.#remote!.send(peer, principal, params, configure, trace);
     const { live } = await this.#start(principal, params, undefined, configure, trace, spec);
     // Blocking: the answer is in the store before it is given, so a read of the task anywhere sees it.
@@ -93,7 +93,7 @@ export class TaskRuntime {
 
   /** message/stream: starts a task and returns its event stream (the Task first). */
   async stream(principal: Principal, params: SendParams, configure?: Configure, trace?: TraceContext): Promise<StreamHandle> {
-    const peer = await this.runnerOf(params.message.taskId);
+    const peer = await this.runnerOf(params.message.taskId, principal);
     if (peer !== undefined) return this.#remote!.stream(peer, principal, params, configure, trace);
     const { queue } = await this.#start(principal, params, (l) => l.fanout.subscribe({ kind: "task", task: l.task }), configure, trace);
     return streamHandle(queue, this.opts.metrics);

@@ -212,7 +212,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       log: log.child({ component: "cluster" }),
     });
     const peers = cluster.peers;
-    const forward = peers === undefined ? undefined : interruptForwarding(peers, (taskId) => tasks().runnerOf(taskId), () => interrupts!);
+    const forward = peers === undefined ? undefined : interruptForwarding(peers, (taskId, principal) => tasks().runnerOf(taskId, principal), () => interrupts!);
     interrupts = new InterruptRegistry({
       config,
       storage: store,

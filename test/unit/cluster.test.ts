@@ -133,6 +133,27 @@ describe.skipIf(postgresUrl === undefined)("the gateways' bus and leases on Post
     expect(a.waitingOn().size).toBe(0);
   });
 
+  it("the serving side losing its bus ends the streams it serves with an error; a late event of a closed stream stops its source", async () => {
+    const [a, b] = await pair("down-a", "down-b");
+    let closedSources = 0;
+    b.handleStream("forever", async () => {
+      const q = new BoundedQueue<number, Error>(1000, () => new Error("overflow"));
+      q.push(1);
+      return { events: q, close: () => void (closedSources++, q.close()) };
+    });
+    const events = await a.open("down-b", "forever", {}, sink);
+    expect((await events.next()).value).toBe(1);
+    b.lost(undefined, "the bus between the gateways lost its database connection");
+    expect(closedSources).toBe(1);
+    await expect(events.next()).rejects.toMatchObject({ reason: "GATEWAY_PEER_UNREACHABLE" });
+
+    // An event for a stream nobody reads any more (its reader timed out): the server is told to close it.
+    const sent: unknown[] = [];
+    const c = new Peers("late-c", async (_to, m) => void sent.push(m));
+    await c.receive({ k: "ev", id: "gone-stream", seq: 1, body: "late", from: "late-d" });
+    expect(sent).toEqual([{ k: "close", id: "gone-stream" }]);
+  });
+
   it("leases: an instance is alive while it renews; stopped, it is gone; expired, it is not alive", async () => {
     let now = 1_000_000;
     const ticks: string[][] = [];
