@@ -72,7 +72,8 @@ export function openCluster(opts: ClusterOptions): Cluster {
     log: opts.log,
     tick: async (alive) => {
       const living = new Set(alive);
-      for (const peer of peers.waitingOn()) if (!living.has(peer)) peers.lost(peer, "its lease ran out");
+      // A peer missing from the last renewal's list may have joined since: asked before it is given up.
+      for (const peer of peers.waitingOn()) if (!living.has(peer) && !(await leases.isAlive(peer).catch(() => true))) peers.lost(peer, "its lease ran out");
       await sweep({}).catch((error: Error) => opts.log.warn({ err: error.message }, "the sweep of dead gateways' tasks failed"));
       if (++ticks % 30 === 0) await bus.prune(Date.now()).catch(() => undefined);
     },
