@@ -2,7 +2,7 @@
 // statuses, malformed payloads and the errors OpenCode reports in-band (an assistant message's `info.error`, a
 // `session.error` event) all become an UpstreamError with a kind, the A2A task state it implies, and the
 // project's typed A2A error (spec/errors/project.tsp) a handler returns.
-import { A2AError } from "../contract/errors.js";
+import { A2AError, invalidParams } from "../contract/errors.js";
 import type {
   ApiError,
   ContentFilterError,
@@ -177,6 +177,11 @@ export function classifyThrown(
     });
   }
   if (error instanceof SyntaxError) return new UpstreamError({ ...base, kind: "payload", detail: `invalid JSON: ${error.message}` });
+  // encodeURIComponent refused a parameter while the call's URL was built (a string holding an unpaired UTF-16
+  // surrogate): the caller's input, never sent to OpenCode.
+  if (error instanceof URIError) {
+    throw invalidParams(`A parameter of ${operation} cannot be put in an OpenCode URL (it holds an unpaired UTF-16 surrogate)`, [], { detail: error.message });
+  }
   if (error instanceof Error && error.name === "AbortError") {
     return new UpstreamError({ ...base, kind: "aborted", detail: "the call was canceled by the gateway" });
   }

@@ -108,4 +108,15 @@ describe("in-band errors (info.error, session.error)", () => {
     const err = classifyAssistantError(undefined, "session.error");
     expect(err).toMatchObject({ kind: "model", upstreamName: "UnknownError", taskState: "failed" });
   });
+
+  it("a parameter the URL cannot hold (an unpaired surrogate) is the caller's INVALID_PARAMS, not an unreachable upstream", () => {
+    let thrown: unknown;
+    try {
+      encodeURIComponent("\ud800");
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(URIError);
+    expect(() => classifyThrown(thrown, "sessionGet")).toThrow(expect.objectContaining({ reason: "INVALID_PARAMS" }));
+  });
 });
