@@ -167,6 +167,7 @@ export function classifyThrown(
   context: { timedOut?: boolean; timeoutSeconds?: number; sessionId?: string } = {},
 ): UpstreamError {
   if (error instanceof UpstreamError) return error;
+  if (error instanceof A2AError) throw error; // already the caller's typed error (a parameter refused below)
   const base = { operation, cause: error, ...(context.sessionId === undefined ? {} : { sessionId: context.sessionId }) };
   if (context.timedOut) {
     return new UpstreamError({
