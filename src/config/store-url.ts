@@ -5,6 +5,8 @@ import path from "node:path";
 
 export const TASK_STORE_URL_VARIABLE = "A2A_TASK_STORE_DATABASE_URL";
 export const DEFAULT_TASK_STORE_DATABASE_URL = "sqlite:///./opencode-a2a.db";
+/** A2A_TASK_STORE_READERS default: reader threads of a SQLite file for listings. */
+export const DEFAULT_TASK_STORE_READERS = 2;
 /** A2A_TASK_STORE_CACHE_SIZE default: tasks the SQLite store keeps parsed in memory. */
 export const DEFAULT_TASK_CACHE_SIZE = 10_000;
 

@@ -4,11 +4,12 @@
 // postgres:// A2A_TASK_STORE_DATABASE_URL) or "memory" (the same stores on a private in-memory SQLite database) —
 // plus close(). Every store is written once with Kysely for both SQL dialects (./sql/).
 import { SqlAuditStore, type AuditStore } from "./audit.js";
-import { openDatabase, type StoreDatabase } from "./database.js";
+import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase, type StoreDatabase } from "./database.js";
 import { SqlGovernanceStore, type GovernanceStore } from "./governance.js";
 import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
+import { SqliteReaders } from "./sql/readers.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { storeCall } from "./sql/rows.js";
 import type { StoreTx } from "./tx.js";
@@ -19,7 +20,7 @@ import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
 import type { Pool } from "pg";
-import { DEFAULT_TASK_STORE_DATABASE_URL, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
+import { DEFAULT_TASK_STORE_DATABASE_URL, DEFAULT_TASK_STORE_READERS, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
 import { openPostgres } from "./sql/postgres.js";
 
 /** What a store is opened as (A2A_TASK_STORE_BACKEND): the URL decides between SQLite and PostgreSQL. */
@@ -37,6 +38,11 @@ export interface StorageOptions {
   busyTimeoutMs?: number;
   /** A2A_TASK_STORE_CACHE_SIZE: tasks the SQLite store keeps parsed for reads (default DEFAULT_TASK_CACHE_SIZE, 0 = off). */
   taskCacheSize?: number;
+  /**
+   * A2A_TASK_STORE_READERS: reader threads of a SQLite file for listings and their totals (default
+   * DEFAULT_TASK_STORE_READERS; 0 = they run on the gateway's own connection). The memory backend has none.
+   */
+  taskReaders?: number;
 }
 
 export interface Storage {
@@ -88,22 +94,34 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const location: StoreLocation = options.backend === "memory" ? { kind: "memory" } : parseStoreUrl(options.url ?? DEFAULT_TASK_STORE_DATABASE_URL, options.cwd);
   if (location.kind === "postgres") return openPostgresStorage(location.url, now);
   const db: StoreDatabase = openDatabase(location, options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs });
+  const readerCount = options.taskReaders ?? DEFAULT_TASK_STORE_READERS;
+  const readers =
+    location.kind === "file" && readerCount > 0
+      ? new SqliteReaders({ file: location.path, size: readerCount, busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS })
+      : undefined;
   try {
-    // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache.
+    // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
+    // listings through the reader threads.
     const sql = new Kysely<SqlSchema>({ dialect: sqliteDialect(db) });
     const tasks = await SqlTaskStore.open(sql, {
       changeCounter: () => db.statement("PRAGMA data_version").pluck().get() as number,
       ...(options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
+      ...(readers === undefined ? {} : { readers }),
     });
     return {
       ...stores(sql, tasks, now),
       backend: options.backend === "memory" ? "memory" : "sqlite",
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       database: db,
-      close: async () => db.close(),
+      close: async () => {
+        tasks.closing();
+        db.close();
+        await readers?.close();
+      },
     };
   } catch (err) {
     db.close();
+    await readers?.close();
     throw err;
   }
 }

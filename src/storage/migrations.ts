@@ -6,6 +6,7 @@
 import type Database from "better-sqlite3";
 import { prepare } from "./pin.js";
 import { StorageError } from "../config/store-url.js";
+import { SQLITE_TASK_LISTING } from "./sql/task-listing-ddl.js";
 
 export const SCHEMA_NAME = "state_store";
 
@@ -264,6 +265,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, description: "audit log peer (the host of an outbound call of the MCP tools)", up: v10 },
   { version: 11, description: "messages between OpenCode sessions (seed 002)", up: (db) => db.exec(V11) },
   { version: 12, description: "tasks: the gateway instance running the turn", up: v12 },
+  { version: 13, description: "task listings at any size: an index per listing order, counts kept by triggers", up: (db) => db.exec(SQLITE_TASK_LISTING) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -2,13 +2,15 @@
 // First terminal state wins in SQL: the save is one UPDATE whose WHERE clause refuses a stored terminal state, atomic
 // against any other writer (another request, another gateway on the same database).
 import crypto from "node:crypto";
-import { sql, type Kysely } from "kysely";
+import { PostgresAdapter, type Kysely } from "kysely";
 import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
 import type { ListParams, Task, TaskState } from "../protocol/model.js";
 import { PreparedQuery } from "./sql/prepared.js";
-import { int, storeCall } from "./sql/rows.js";
+import type { SqliteReaders } from "./sql/readers.js";
+import { storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
-import { canonicalTimestamp, deepFreeze, invalid, page, PageTokens, resolveListQuery, serialize, TERMINAL, type SaveResult, type StoredTask, type StoredTaskView, type OrphanScope, type TaskExtra, type TaskListResult, type TaskStore } from "./task-records.js";
+import { countTasks, listTasks, orphanTasks, type GrowingReads } from "./tasks-list.js";
+import { canonicalTimestamp, deepFreeze, invalid, PageTokens, resolveListQuery, serialize, TERMINAL, type SaveResult, type StoredTask, type StoredTaskView, type OrphanScope, type TaskExtra, type TaskListResult, type TaskStore } from "./task-records.js";
 
 export interface SqlTaskStoreOptions {
   /**
@@ -21,7 +23,18 @@ export interface SqlTaskStoreOptions {
    * is cached: on PostgreSQL other gateways write the same rows.
    */
   changeCounter?: () => number;
+  /**
+   * How often view() asks `changeCounter` at most (ms, default DEFAULT_CHANGE_CHECK_MS): a read within this time of
+   * the last check trusts the cache, so another process's commit is seen at most this late. Writes through this store
+   * are seen at once. 0 = ask before every read.
+   */
+  changeCheckMs?: number;
+  /** A SQLite file's reader threads: listings and their totals run there (./sql/readers.ts). */
+  readers?: SqliteReaders;
 }
+
+/** view()'s bound on how late another process's commit to the same SQLite file is seen (ms). */
+export const DEFAULT_CHANGE_CHECK_MS = 100;
 
 /** What the store objects bound to one database (and to its transactions) share. */
 interface Shared {
@@ -29,7 +42,11 @@ interface Shared {
   views: Map<string, StoredTaskView>;
   cacheSize: number;
   changeCounter: (() => number) | undefined;
+  changeCheckMs: number;
   dataVersion: number;
+  /** performance.now() of the last change counter read. */
+  checkedAt: number;
+  reads: GrowingReads;
   /** Counts the writes through this store: a read that raced a write does not cache what it read. */
   writes: number;
   /** view()'s read, compiled once (./sql/prepared.ts): only what a read needs, no binding columns to fetch and decode. */
@@ -44,9 +61,11 @@ const PAGE_TOKEN_KEY = "page_token_key";
  * view() (GetTask) is served, on SQLite, from a bounded read cache of parsed, deeply frozen snapshots. It stays exact:
  *   - a save through this store drops the task's entry before it writes, and a read that overlapped a write does not
  *     fill the cache;
- *   - every read first asks for the change counter (SQLite's `PRAGMA data_version`, which changes when another
- *     connection commits); the whole cache is dropped then. The counter fails like any other read when the database
- *     is unusable, so a cached task is never served from a broken store;
+ *   - another process's commits are noticed through the change counter (SQLite's `PRAGMA data_version`, which
+ *     changes when another connection commits), asked at most every `changeCheckMs` (100 ms): the whole cache is
+ *     dropped when it moved. Asking before every read cost about a tenth of a cached GetTask; only another process
+ *     writing the same file needs it, and it is seen at most that late. The counter fails like any other read when
+ *     the database is unusable, so a broken store stops serving its cache within that time;
  *   - nothing read inside a transaction is cached (it may yet be rolled back).
  */
 export class SqlTaskStore implements TaskStore {
@@ -69,7 +88,19 @@ export class SqlTaskStore implements TaskStore {
     });
     const cacheSize = options.changeCounter === undefined ? 0 : (options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE);
     const viewRow = new PreparedQuery((q, id: string) => q.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id));
-    return new SqlTaskStore(db, { tokens: new PageTokens(key), views: new Map(), cacheSize, changeCounter: options.changeCounter, dataVersion: -1, writes: 0, viewRow }, false);
+    const shared: Shared = {
+      tokens: new PageTokens(key),
+      views: new Map(),
+      cacheSize,
+      changeCounter: options.changeCounter,
+      changeCheckMs: options.changeCheckMs ?? DEFAULT_CHANGE_CHECK_MS,
+      dataVersion: -1,
+      checkedAt: -Infinity,
+      reads: { dialect: db.getExecutor().adapter instanceof PostgresAdapter ? "postgres" : "sqlite", ...(options.readers === undefined ? {} : { readers: options.readers }) },
+      writes: 0,
+      viewRow,
+    };
+    return new SqlTaskStore(db, shared, false);
   }
 
   /** The same store writing through `trx` (Storage.atomically): it shares the cache's invalidation, never fills it. */
@@ -124,10 +155,14 @@ export class SqlTaskStore implements TaskStore {
     const shared = this.shared;
     const caching = shared.cacheSize > 0 && !this.inTransaction;
     if (caching) {
-      const version = await storeCall("tasks.view", async () => shared.changeCounter!());
-      if (version !== shared.dataVersion) {
-        shared.views.clear();
-        shared.dataVersion = version;
+      const now = performance.now();
+      if (now - shared.checkedAt >= shared.changeCheckMs) {
+        const version = await storeCall("tasks.view", async () => shared.changeCounter!());
+        shared.checkedAt = now;
+        if (version !== shared.dataVersion) {
+          shared.views.clear();
+          shared.dataVersion = version;
+        }
       }
       const hit = shared.views.get(id);
       if (hit !== undefined) {
@@ -147,6 +182,12 @@ export class SqlTaskStore implements TaskStore {
       if (shared.views.size > shared.cacheSize) shared.views.delete(shared.views.keys().next().value!);
     }
     return view;
+  }
+
+  /** The database is closing: nothing more is answered from the cache (the next read goes to the closed database). */
+  closing(): void {
+    this.shared.views.clear();
+    this.shared.checkedAt = -Infinity;
   }
 
   /** Tasks view() holds parsed (for tests). */
@@ -192,54 +233,16 @@ export class SqlTaskStore implements TaskStore {
   }
 
   async orphans(scope: OrphanScope | undefined, limit: number): Promise<Task[]> {
-    const rows = await storeCall("tasks.orphans", () => {
-      let q = this.db.selectFrom("a2a_tasks as t").select("t.task_json").where("t.state", "not in", TERMINAL);
-      if (scope !== undefined) {
-        // Alive is decided now, by the database's clock (PostgreSQL: a2a_instances, a2a_now_ms()).
-        q = q.where((eb) =>
-          eb.or([
-            eb("t.instance", "is", null),
-            ...(scope.stale === undefined ? [] : [eb("t.instance", "=", scope.stale)]),
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom("a2a_instances as i")
-                  .select("i.id")
-                  .whereRef("i.id", "=", "t.instance")
-                  .where("i.lease_until", ">=", sql<bigint>`a2a_now_ms()`),
-              ),
-            ),
-          ]),
-        );
-      }
-      return q.orderBy("t.id").limit(limit).execute();
-    });
-    return rows.map((row) => JSON.parse(row.task_json) as Task);
+    const rows = await storeCall("tasks.orphans", () => orphanTasks(this.db, this.shared.reads, scope, limit));
+    return rows.map((json) => JSON.parse(json) as Task);
   }
 
   async list(owner: string | undefined, params: ListParams = {}): Promise<TaskListResult> {
     const q = resolveListQuery(owner, params, this.shared.tokens);
-    return storeCall("tasks.list", async () => {
-      let filtered = this.db.selectFrom("a2a_tasks");
-      if (q.owner !== undefined) filtered = filtered.where("owner", "=", q.owner);
-      if (q.contextId !== undefined) filtered = filtered.where("context_id", "=", q.contextId);
-      if (q.state !== undefined) filtered = filtered.where("state", "=", q.state);
-      if (q.after !== undefined) filtered = filtered.where("status_timestamp", ">", q.after);
-      const counted = await filtered.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow();
-      let rows = filtered.select(["id", "status_timestamp as ts", "task_json as json"]);
-      const cursor = q.cursor;
-      if (cursor !== undefined) {
-        rows = rows.where((eb) => eb.or([eb("status_timestamp", "<", cursor.ts), eb.and([eb("status_timestamp", "=", cursor.ts), eb("id", ">", cursor.id)])]));
-      }
-      const found = await rows.orderBy("status_timestamp", "desc").orderBy("id", "asc").limit(q.pageSize + 1).offset(q.offset).execute();
-      return page(q, found, int(counted.n as number | string | bigint), this.shared.tokens);
-    });
+    return storeCall("tasks.list", () => listTasks(this.db, this.shared.reads, this.inTransaction, q, this.shared.tokens));
   }
 
   async count(): Promise<number> {
-    return storeCall("tasks.count", async () => {
-      const row = await this.db.selectFrom("a2a_tasks").select(sql<number | string | bigint>`COUNT(*)`.as("n")).executeTakeFirstOrThrow();
-      return int(row.n);
-    });
+    return storeCall("tasks.count", () => countTasks(this.db, this.shared.reads, this.inTransaction));
   }
 }

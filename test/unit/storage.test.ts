@@ -9,6 +9,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { rejectsA2AError } from "../support/errors.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import type { Task, TaskState } from "../../src/protocol/model.js";
+import { Kysely } from "kysely";
+import { sqliteDialect } from "../../src/storage/sql/sqlite-dialect.js";
+import type { SqlSchema } from "../../src/storage/sql/schema.js";
+import { DEFAULT_CHANGE_CHECK_MS, SqlTaskStore } from "../../src/storage/tasks-sql.js";
 import {
   LATEST_SCHEMA_VERSION,
   MIGRATIONS,
@@ -62,6 +66,7 @@ describe("sqlite specifics", () => {
 
   describe("the read cache of view()", () => {
     const cached = (storage: Storage): number => (storage.tasks as unknown as { cachedViews: number }).cachedViews;
+    const storage0 = (tasks: SqlTaskStore): Storage => ({ tasks }) as unknown as Storage;
 
     it("keeps at most A2A_TASK_STORE_CACHE_SIZE tasks, dropping the least recently read, and answers the same either way", async () => {
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 2 });
@@ -84,22 +89,50 @@ describe("sqlite specifics", () => {
       }
     });
 
-    it("sees what another connection commits to the same file", async () => {
+    it("sees what another connection commits to the same file within DEFAULT_CHANGE_CHECK_MS", async () => {
       const file = path.join(freshDir(), "a2a.db");
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(file) });
       const other = pinDatabase(new Database(file));
+      const later = () => new Promise((r) => setTimeout(r, DEFAULT_CHANGE_CHECK_MS + 20));
       try {
         await storage.tasks.create(makeTask("t1"), "alice");
         expect((await storage.tasks.view("t1"))?.task.status.state).toBe("working");
         expect(cached(storage)).toBe(1);
         const completed = makeTask("t1", { state: "completed", at: ts(3) });
         prepare(other, "UPDATE a2a_tasks SET task_json = ?, state = 'completed', owner = 'bob' WHERE id = 't1'").run(JSON.stringify(completed));
+        await later();
         expect((await storage.tasks.view("t1"))).toEqual({ task: completed, owner: "bob" });
         prepare(other, "DELETE FROM a2a_tasks WHERE id = 't1'").run();
+        await later();
         expect((await storage.tasks.view("t1"))).toBeUndefined();
       } finally {
         other.close();
         storage.close();
+      }
+    });
+
+    it("asks the change counter at most once per changeCheckMs; its own writes are seen at once", async () => {
+      const file = path.join(freshDir(), "a2a.db");
+      await (await openStorage({ backend: "sqlite", url: dbUrl(file) })).close();
+      const db = openDatabase({ kind: "file", path: file });
+      let asked = 0;
+      let version = 1;
+      const tasks = await SqlTaskStore.open(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) }), { changeCounter: () => (asked++, version), changeCheckMs: 60_000 });
+      try {
+        await tasks.create(makeTask("t1"), "alice");
+        for (let i = 0; i < 50; i++) expect((await tasks.view("t1"))?.task.status.state).toBe("working");
+        expect(asked).toBe(1);
+        await tasks.save(makeTask("t1", { state: "completed", at: ts(2) }));
+        expect((await tasks.view("t1"))?.task.status.state).toBe("completed");
+        version = 2; // another process committed: not looked at again within the minute
+        expect((await tasks.view("t1"))?.task.status.state).toBe("completed");
+        expect(cached(storage0(tasks))).toBe(1);
+        expect(asked).toBe(1);
+        const every = await SqlTaskStore.open(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) }), { changeCounter: () => (asked++, version), changeCheckMs: 0 });
+        for (let i = 0; i < 5; i++) await every.view("t1");
+        expect(asked).toBe(6);
+      } finally {
+        db.close();
       }
     });
 
@@ -254,7 +287,7 @@ describe("sqlite specifics", () => {
       const tables = prepare(raw, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toEqual([
         "a2a_audit_log", "a2a_governance_trail", "a2a_interrupt_requests", "a2a_pending_session_claims", "a2a_push_configs", "a2a_push_outbox", "a2a_schema_version",
-        "a2a_session_bindings", "a2a_session_messages", "a2a_session_owners", "a2a_store_meta", "a2a_subtask_calls", "a2a_tasks", "sqlite_sequence",
+        "a2a_session_bindings", "a2a_session_messages", "a2a_session_owners", "a2a_store_meta", "a2a_subtask_calls", "a2a_task_counts", "a2a_tasks", "sqlite_sequence",
       ]);
 
       // A failing migration leaves neither its tables nor a version bump behind.
@@ -271,7 +304,7 @@ describe("sqlite specifics", () => {
     }
   });
 
-  it("migration v4 keeps only the per-owner task indexes, on a v3 database with data, and every listing still works", async () => {
+  it("migrations 4 and 13: a v3 database with data keeps working, and ends with an index per listing order", async () => {
     const file = path.join(freshDir(), "a2a.db");
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     const raw = pinDatabase(new Database(file));
@@ -298,7 +331,9 @@ describe("sqlite specifics", () => {
     const v4 = pinDatabase(new Database(file));
     try {
       expect(readSchemaVersion(v4)).toBe(LATEST_SCHEMA_VERSION);
-      expect(indexesOf(v4)).toEqual(["a2a_tasks_owner_context_ts", "a2a_tasks_owner_ts"]);
+      expect(indexesOf(v4)).toEqual([
+        "a2a_tasks_context_ts", "a2a_tasks_owner_context_ts", "a2a_tasks_owner_state_ts", "a2a_tasks_owner_ts", "a2a_tasks_state_ts", "a2a_tasks_ts", "a2a_tasks_unfinished",
+      ]);
       // The per-owner listings read their index (no sort of the whole table).
       const plan = prepare(v4, "EXPLAIN QUERY PLAN SELECT id FROM a2a_tasks WHERE owner = ? ORDER BY status_timestamp DESC, id ASC LIMIT 10")
         .all("alice")

@@ -1,6 +1,7 @@
 // The PostgreSQL schema, version by version (./postgres.ts applies the pending ones in one transaction). Tables and
 // columns are named as in SQLite (src/storage/migrations.ts) so one Kysely store serves both; 64-bit integers are
 // BIGINT, flags SMALLINT 0/1, and text that orders results is COLLATE "C" (byte order, as SQLite compares).
+import { POSTGRES_TASK_LISTING } from "./task-listing-ddl.js";
 export interface PostgresMigration {
   version: number;
   description: string;
@@ -372,5 +373,10 @@ BEGIN
 END
 $fn$;
 `,
+  },
+  {
+    version: 12,
+    description: "task listings at any size: an index per listing order, counts kept by triggers (./task-listing-ddl.ts)",
+    sql: POSTGRES_TASK_LISTING,
   },
 ];

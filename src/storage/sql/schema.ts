@@ -187,6 +187,18 @@ export interface BusPayloadsTable {
   created_at: Int64;
 }
 
+/** Task counts per state for ListTasks totals (./task-listing-ddl.ts): kept by triggers, never written by the stores. */
+export interface TaskCountsTable {
+  /** 0 all tasks, 1 per owner, 2 per context, 3 per owner and context ('' in the unused key parts). */
+  kind: number;
+  owner: string;
+  context_id: string;
+  state: string;
+  /** PostgreSQL: 0–15 by the task id's hash (less waiting between gateways); SQLite: 0. */
+  shard: number;
+  n: ColumnType<bigint | number | string, never, never>;
+}
+
 export interface StoreMetaTable {
   key: string;
   value: string;
@@ -204,6 +216,7 @@ export interface SqlSchema {
   a2a_push_configs: PushConfigsTable;
   a2a_push_outbox: PushOutboxTable;
   a2a_tasks: TasksTable;
+  a2a_task_counts: TaskCountsTable;
   a2a_store_meta: StoreMetaTable;
   a2a_instances: InstancesTable;
   a2a_bus_payloads: BusPayloadsTable;

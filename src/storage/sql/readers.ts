@@ -1,0 +1,160 @@
+// Reader threads of a SQLite store file (A2A_TASK_STORE_READERS): reads that grow with the store (listings, their
+// totals) run on worker threads with read-only connections of their own, so a long read never holds up the event
+// loop (better-sqlite3 is synchronous: a query on the gateway's connection blocks every request and stream until it
+// ends). WAL lets these connections read while the gateway writes; each sees what was committed before its read
+// began, so a listing after a write sees that write.
+//
+// A call sends SQL compiled on the main thread (Kysely, the SQLite dialect) and gets the rows back, integers as
+// bigint like the gateway's own connection (./sqlite-dialect.ts). The queries of one call run in one read transaction
+// (one snapshot: a page and its total agree). Threads start on first use, one more whenever every started one is busy,
+// up to the pool size; a thread that dies fails its call and is replaced on the next one. A failure comes back as an
+// Error carrying SQLite's code, which the store turns into TASK_STORE_UNAVAILABLE like any other.
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { CompiledQuery } from "kysely";
+
+// CommonJS, evaluated as the thread's main script: it loads better-sqlite3 as the gateway resolves it (`anchor`, a
+// file of this package), so the same installed build serves both.
+const THREAD = `
+"use strict";
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require("node:module").createRequire(workerData.anchor)("better-sqlite3");
+const db = new Database(workerData.file, { readonly: true, fileMustExist: true, timeout: workerData.busyTimeoutMs });
+db.exec("PRAGMA cache_size = -16384");
+db.exec("PRAGMA mmap_size = 268435456");
+const statements = new Map();
+function prepared(sql) {
+  let statement = statements.get(sql);
+  if (statement === undefined) {
+    statement = db.prepare(sql);
+    if (!statement.reader) throw Object.assign(new Error("a reader thread only reads"), { code: "A2A_NOT_A_READ" });
+    statement.safeIntegers(true);
+    statements.set(sql, statement);
+  }
+  return statement;
+}
+const read = db.transaction((queries) => queries.map((q) => prepared(q.sql).all(...q.parameters)));
+parentPort.on("message", (m) => {
+  try {
+    parentPort.postMessage({ id: m.id, results: read(m.queries) });
+  } catch (err) {
+    parentPort.postMessage({ id: m.id, error: { message: String((err && err.message) || err), code: err && err.code } });
+  }
+});
+`;
+
+export interface SqliteReadersOptions {
+  /** The database file (opened read-only; it must exist and be in WAL mode). */
+  file: string;
+  /** Threads at most (A2A_TASK_STORE_READERS, ≥ 1). */
+  size: number;
+  busyTimeoutMs: number;
+}
+
+interface Job {
+  id: number;
+  queries: { sql: string; parameters: readonly unknown[] }[];
+  resolve(results: unknown[][]): void;
+  reject(err: Error): void;
+}
+
+interface Reply {
+  id: number;
+  results?: unknown[][];
+  error?: { message: string; code?: string };
+}
+
+class Thread {
+  readonly worker: Worker;
+  job: Job | undefined;
+
+  constructor(options: SqliteReadersOptions, onIdle: (thread: Thread) => void, onGone: (thread: Thread, err: Error) => void) {
+    this.worker = new Worker(THREAD, {
+      eval: true,
+      workerData: { anchor: fileURLToPath(import.meta.url), file: options.file, busyTimeoutMs: options.busyTimeoutMs },
+    });
+    this.worker.unref();
+    this.worker.on("message", (reply: Reply) => {
+      const job = this.job;
+      if (job === undefined || job.id !== reply.id) return;
+      this.job = undefined;
+      if (reply.error !== undefined) job.reject(Object.assign(new Error(reply.error.message), { code: reply.error.code }));
+      else job.resolve(reply.results ?? []);
+      onIdle(this);
+    });
+    this.worker.on("error", (err) => onGone(this, err));
+    this.worker.on("exit", (code) => onGone(this, new Error(`a reader thread exited (code ${code})`)));
+  }
+
+  start(job: Job): void {
+    this.job = job;
+    this.worker.postMessage({ id: job.id, queries: job.queries });
+  }
+}
+
+export class SqliteReaders {
+  readonly #options: SqliteReadersOptions;
+  readonly #threads = new Set<Thread>();
+  readonly #idle: Thread[] = [];
+  readonly #queue: Job[] = [];
+  #seq = 0;
+  #closed = false;
+
+  constructor(options: SqliteReadersOptions) {
+    if (!Number.isInteger(options.size) || options.size < 1) throw new Error("a reader pool needs at least one thread");
+    this.#options = options;
+  }
+
+  /** Runs `queries` in one read transaction on a reader thread; the rows of each, in order. */
+  run(queries: readonly CompiledQuery[]): Promise<unknown[][]> {
+    if (this.#closed) return Promise.reject(new Error("the task store is closed"));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ id: ++this.#seq, queries: queries.map((q) => ({ sql: q.sql, parameters: q.parameters })), resolve, reject });
+      this.#dispatch();
+    });
+  }
+
+  /** Threads running now (tests). */
+  get threads(): number {
+    return this.#threads.size;
+  }
+
+  /** Stops every thread; calls not yet answered fail. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const closed = new Error("the task store is closed");
+    for (const job of this.#queue.splice(0)) job.reject(closed);
+    const threads = [...this.#threads];
+    this.#threads.clear();
+    this.#idle.length = 0;
+    for (const t of threads) t.job?.reject(closed);
+    await Promise.all(threads.map((t) => t.worker.terminate()));
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      let thread = this.#idle.pop();
+      if (thread === undefined) {
+        if (this.#threads.size >= this.#options.size) return;
+        thread = new Thread(this.#options, (t) => this.#onIdle(t), (t, err) => this.#onGone(t, err));
+        this.#threads.add(thread);
+      }
+      thread.start(this.#queue.shift()!);
+    }
+  }
+
+  #onIdle(thread: Thread): void {
+    if (!this.#threads.has(thread)) return;
+    this.#idle.push(thread);
+    this.#dispatch();
+  }
+
+  #onGone(thread: Thread, err: Error): void {
+    if (!this.#threads.delete(thread)) return;
+    const i = this.#idle.indexOf(thread);
+    if (i >= 0) this.#idle.splice(i, 1);
+    thread.job?.reject(err);
+    thread.job = undefined;
+    if (!this.#closed) this.#dispatch();
+  }
+}
