@@ -69,8 +69,8 @@ const countsOf = (db: Kysely<SqlSchema>, kind: number, owner: string, contextId:
   return q.compile();
 };
 
-/** One page of a listing and its total. */
-export async function listTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTransaction: boolean, q: ListQuery, tokens: PageTokens): Promise<TaskListResult> {
+/** The two queries of a listing: its page and its total (what listTasks runs; tests read their plans). */
+export function listingQueries(db: Kysely<SqlSchema>, dialect: SqlDialectName, q: ListQuery): { page: CompiledQuery; total: CompiledQuery } {
   const index = listingIndex(q);
   const from = 'from "a2a_tasks"';
   let rows = filtered(db.selectFrom("a2a_tasks").select(["id", "status_timestamp as ts", "task_json as json"]), q);
@@ -86,8 +86,14 @@ export async function listTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTr
   const total =
     q.after === undefined
       ? countsOf(db, q.owner === undefined ? (q.contextId === undefined ? 0 : 2) : q.contextId === undefined ? 1 : 3, q.owner ?? "", q.contextId ?? "", q.state)
-      : indexedBy(filtered(db.selectFrom("a2a_tasks").select(sql<number | string | bigint>`COUNT(*)`.as("n")), q).compile(), from, index, reads.dialect);
-  const [found, counted] = await read(db, reads, inTransaction, [indexedBy(ordered.compile(), from, index, reads.dialect), total]);
+      : indexedBy(filtered(db.selectFrom("a2a_tasks").select(sql<number | string | bigint>`COUNT(*)`.as("n")), q).compile(), from, index, dialect);
+  return { page: indexedBy(ordered.compile(), from, index, dialect), total };
+}
+
+/** One page of a listing and its total. */
+export async function listTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTransaction: boolean, q: ListQuery, tokens: PageTokens): Promise<TaskListResult> {
+  const queries = listingQueries(db, reads.dialect, q);
+  const [found, counted] = await read(db, reads, inTransaction, [queries.page, queries.total]);
   return page(q, found as { id: string; ts: string; json: string }[], int((counted![0] as { n: number | string | bigint }).n), tokens);
 }
 
@@ -99,6 +105,11 @@ export async function countTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inT
 
 /** Up to `limit` unfinished tasks no live gateway runs, by id, from the index of unfinished tasks only. */
 export async function orphanTasks(db: Kysely<SqlSchema>, reads: GrowingReads, scope: OrphanScope | undefined, limit: number): Promise<string[]> {
+  return (await db.executeQuery<{ task_json: string }>(orphansQuery(db, reads.dialect, scope, limit))).rows.map((row) => row.task_json);
+}
+
+/** The sweep's query (tests read its plan). */
+export function orphansQuery(db: Kysely<SqlSchema>, dialect: SqlDialectName, scope: OrphanScope | undefined, limit: number): CompiledQuery<{ task_json: string }> {
   // The condition is the partial index's own text: SQLite uses such an index only for a query that states it.
   let q = db.selectFrom("a2a_tasks as t").select("t.task_json").where(sql<boolean>`${sql.raw(`t.${UNFINISHED_CONDITION}`)}`);
   if (scope !== undefined) {
@@ -119,6 +130,5 @@ export async function orphanTasks(db: Kysely<SqlSchema>, reads: GrowingReads, sc
       ]),
     );
   }
-  const compiled = indexedBy(q.orderBy("t.id").limit(limit).compile(), 'from "a2a_tasks" as "t"', "a2a_tasks_unfinished", reads.dialect);
-  return (await db.executeQuery<{ task_json: string }>(compiled)).rows.map((row) => row.task_json);
+  return indexedBy(q.orderBy("t.id").limit(limit).compile(), 'from "a2a_tasks" as "t"', "a2a_tasks_unfinished", dialect);
 }

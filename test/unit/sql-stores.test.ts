@@ -196,6 +196,7 @@ describe.skipIf(postgresUrl === undefined)("the PostgreSQL schema", () => {
       "a2a_store_meta",
       "a2a_stream_leases",
       "a2a_subtask_calls",
+      "a2a_task_counts",
       "a2a_tasks",
     ]);
   });

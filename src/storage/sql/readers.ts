@@ -94,7 +94,8 @@ class Thread {
 
 export class SqliteReaders {
   readonly #options: SqliteReadersOptions;
-  readonly #threads = new Set<Thread>();
+  /** The started threads (private to the pool; tests stop one to see it replaced). */
+  private readonly started = new Set<Thread>();
   readonly #idle: Thread[] = [];
   readonly #queue: Job[] = [];
   #seq = 0;
@@ -116,7 +117,7 @@ export class SqliteReaders {
 
   /** Threads running now (tests). */
   get threads(): number {
-    return this.#threads.size;
+    return this.started.size;
   }
 
   /** Stops every thread; calls not yet answered fail. */
@@ -124,8 +125,8 @@ export class SqliteReaders {
     this.#closed = true;
     const closed = new Error("the task store is closed");
     for (const job of this.#queue.splice(0)) job.reject(closed);
-    const threads = [...this.#threads];
-    this.#threads.clear();
+    const threads = [...this.started];
+    this.started.clear();
     this.#idle.length = 0;
     for (const t of threads) t.job?.reject(closed);
     await Promise.all(threads.map((t) => t.worker.terminate()));
@@ -135,22 +136,22 @@ export class SqliteReaders {
     while (this.#queue.length > 0) {
       let thread = this.#idle.pop();
       if (thread === undefined) {
-        if (this.#threads.size >= this.#options.size) return;
+        if (this.started.size >= this.#options.size) return;
         thread = new Thread(this.#options, (t) => this.#onIdle(t), (t, err) => this.#onGone(t, err));
-        this.#threads.add(thread);
+        this.started.add(thread);
       }
       thread.start(this.#queue.shift()!);
     }
   }
 
   #onIdle(thread: Thread): void {
-    if (!this.#threads.has(thread)) return;
+    if (!this.started.has(thread)) return;
     this.#idle.push(thread);
     this.#dispatch();
   }
 
   #onGone(thread: Thread, err: Error): void {
-    if (!this.#threads.delete(thread)) return;
+    if (!this.started.delete(thread)) return;
     const i = this.#idle.indexOf(thread);
     if (i >= 0) this.#idle.splice(i, 1);
     thread.job?.reject(err);
