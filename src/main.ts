@@ -193,7 +193,7 @@ function loopbackUrl(address: AddressInfo, log: { warn(obj: object, msg: string)
 /** The store A2A_TASK_STORE_BACKEND / A2A_TASK_STORE_DATABASE_URL name; a path that cannot be opened is a configuration error. */
 async function openConfiguredStorage(config: Config): Promise<Storage> {
   try {
-    return await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders });
+    return await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders, warmReaders: true });
   } catch (err) {
     if (err instanceof StorageError) {
       const message = err.message.includes(TASK_STORE_URL_VARIABLE) ? err.message : `${TASK_STORE_URL_VARIABLE}=${JSON.stringify(config.taskStoreUrl)}: ${err.message}`;

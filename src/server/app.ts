@@ -184,7 +184,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   metrics.readAtScrape("a2a_auth_refused_total", "Requests refused per client address before authentication (A2A_AUTH_FAILURE_LIMIT, A2A_UNAUTHENTICATED_RATE_LIMIT)", () => guard.refused);
   metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
-  if (deps.upstream !== undefined) storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders });
+  if (deps.upstream !== undefined) storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders, warmReaders: true });
   // On PostgreSQL the rate windows and stream slots live in the database: every gateway on it shares each credential's.
   const limits = new AccessLimits(limitDefaults, storage?.backend === "postgres" ? new PostgresLimiter(storage.sql) : undefined);
   if (deps.upstream !== undefined && storage !== undefined) {

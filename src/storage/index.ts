@@ -43,6 +43,8 @@ export interface StorageOptions {
    * DEFAULT_TASK_STORE_READERS; 0 = they run on the gateway's own connection). The memory backend has none.
    */
   taskReaders?: number;
+  /** Start one reader thread at open (a gateway; tests start them on first use). */
+  warmReaders?: boolean;
 }
 
 export interface Storage {
@@ -99,6 +101,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     location.kind === "file" && readerCount > 0
       ? new SqliteReaders({ file: location.path, size: readerCount, busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS })
       : undefined;
+  if (options.warmReaders === true) readers?.warm();
   try {
     // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
     // listings through the reader threads.

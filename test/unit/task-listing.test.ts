@@ -280,6 +280,16 @@ describe("reader threads", () => {
     } finally {
       await threaded.close();
     }
+    // A gateway starts one at open (warmReaders), so its first listing does not wait for a thread to boot.
+    const warmed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2, warmReaders: true });
+    try {
+      const readers = (warmed.tasks as unknown as { shared: { reads: { readers: SqliteReaders } } }).shared.reads.readers;
+      expect(readers.threads).toBe(1);
+      expect((await warmed.tasks.list("alice", { contextId: "ctx-z" })).total).toBe(1);
+      expect(readers.threads).toBe(1);
+    } finally {
+      await warmed.close();
+    }
   });
 
   it("a long read leaves the event loop free", async () => {

@@ -115,6 +115,14 @@ export class SqliteReaders {
     });
   }
 
+  /** Starts one thread now if none runs (a gateway's first listing then does not wait for a thread to boot). */
+  warm(): void {
+    if (this.#closed || this.started.size > 0) return;
+    const thread = new Thread(this.#options, (t) => this.#onIdle(t), (t, err) => this.#onGone(t, err));
+    this.started.add(thread);
+    this.#idle.push(thread);
+  }
+
   /** Threads running now (tests). */
   get threads(): number {
     return this.started.size;
