@@ -38,7 +38,16 @@ export interface AuditedRequest {
 // the answers are on their way, in the order the requests were answered, without a timer per request.
 let queued: { recorder: AuditRecorder; req: AuditedRequest }[] = [];
 
+/**
+ * Builds the entries of every request answered so far (the setImmediate would do it on the next turn). A reader of
+ * the audit log calls it before flushing the recorder, so that it sees the calls answered just before its read.
+ */
+export function buildQueuedAudit(): void {
+  buildQueued();
+}
+
 function buildQueued(): void {
+  if (queued.length === 0) return;
   const batch = queued;
   queued = [];
   for (const { recorder, req } of batch) buildEntries(recorder, req);

@@ -3,7 +3,8 @@
 // timer, so it never holds the process open), or as soon as `maxBuffer` entries are waiting. The store's work (writes,
 // trims, prunes) runs one operation at a time in the order it was asked for, so batches are written in the order
 // their entries were recorded. close() writes what is left and resolves once everything asked of the store is done,
-// so nothing is lost at shutdown. A failing write is logged (and its batch dropped), never thrown into a request.
+// so nothing is lost at shutdown. A failing write is logged and counted (`failedWrites`, `droppedEntries`: the
+// gateway serves both on /metrics) and its batch dropped, never thrown into a request.
 // Entries older than `retentionDays` are pruned at start and then once an hour.
 import type { Logger } from "pino";
 import type { AuditStore, NewAuditEntry } from "../storage/audit.js";
@@ -50,6 +51,8 @@ export class AuditRecorder {
   private readonly log: Pick<Logger, "error" | "debug">;
   private readonly retentionDays: number;
   private readonly maxEntries: number;
+  #failedWrites = 0;
+  #droppedEntries = 0;
   /** Entries written since the last trim (the bound is applied every few thousand entries, not per batch). */
   private sinceTrim = 0;
   private readonly flushIntervalMs: number;
@@ -71,6 +74,16 @@ export class AuditRecorder {
     }
   }
 
+  /** Batches the store failed to write (a2a_audit_write_failures_total). */
+  get failedWrites(): number {
+    return this.#failedWrites;
+  }
+
+  /** Entries lost: in a batch the store failed to write, or malformed (a2a_audit_entries_dropped_total). */
+  get droppedEntries(): number {
+    return this.#droppedEntries;
+  }
+
   /** Entries waiting in memory (not yet handed to the store). */
   get pending(): number {
     return this.buffer.length;
@@ -82,6 +95,7 @@ export class AuditRecorder {
     try {
       entry = this.normalise(input);
     } catch (err) {
+      this.#droppedEntries++;
       this.log.error({ err, method: typeof input?.method === "string" ? cap(input.method) : undefined }, "audit entry dropped: invalid");
       return;
     }
@@ -160,6 +174,8 @@ export class AuditRecorder {
     try {
       await this.store.append(batch);
     } catch (err) {
+      this.#failedWrites++;
+      this.#droppedEntries += batch.length;
       this.log.error({ err, dropped: batch.length }, "audit log write failed; entries dropped");
       return;
     }

@@ -4,6 +4,7 @@
 import type { TasksHandlers } from "../../generated/types/methods.js";
 import { checkQuery, type QueryLookup } from "../contract/query.js";
 import { codecFor, type Codec } from "../protocol/codec/index.js";
+import { encodeCached } from "../protocol/encoded.js";
 import type { SendParams, StreamEvent } from "../protocol/model.js";
 import type { PushService } from "../push/service.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../runtime/result-scope.js";
@@ -82,8 +83,12 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
     get: async (params, call) => {
       const codec = codecOf(call);
       const query = codec.decodeTaskQuery(input(params, call));
-      const task = filterTask(await runtime.read(call.principal, query.id), resultAccess(call.principal));
-      return codec.task(task, query.historyLength === undefined ? {} : { historyLength: query.historyLength });
+      const task = await runtime.read(call.principal, query.id);
+      const access = resultAccess(call.principal);
+      const view = query.historyLength === undefined ? {} : { historyLength: query.historyLength };
+      // The answer depends on the snapshot, the dialect, the caller's result scopes and the history length only.
+      const key = `${codec.wire}|${access.artifacts ? "a" : "-"}${access.files ? "f" : "-"}|${query.historyLength ?? ""}`;
+      return encodeCached(task, key, (t) => codec.task(filterTask(t, access), view));
     },
     list: async (params, call) => {
       const codec = codecOf(call);

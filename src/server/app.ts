@@ -337,6 +337,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     retentionDays: config.auditRetentionDays,
     maxEntries: ownsAuditStorage ? Math.min(config.auditMaxEntries || DEFAULT_MEMORY_AUDIT_ENTRIES, DEFAULT_MEMORY_AUDIT_ENTRIES) : config.auditMaxEntries,
   });
+  metrics.readAtScrape("a2a_audit_write_failures_total", "Audit log batches the store failed to write (logged; their entries dropped)", () => recorder.failedWrites);
+  metrics.readAtScrape("a2a_audit_entries_dropped_total", "Audit entries lost: in a batch the store failed to write, or malformed", () => recorder.droppedEntries);
   const registryOf = interrupts;
   const governanceHistory = registryOf === undefined ? undefined : registryOf.history.bind(registryOf);
   // The MCP tools for the agents inside OpenCode (one outbound client set per gateway: the A2A_CLIENT_* settings).

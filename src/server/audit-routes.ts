@@ -8,6 +8,7 @@ import { A2AError, invalidParams } from "../contract/errors.js";
 import type { AuditFilter, AuditOutcome } from "../storage/audit.js";
 import { json } from "../transport/http.js";
 import type { AuditRecorder } from "../observability/audit.js";
+import { buildQueuedAudit } from "../observability/audit-request.js";
 
 /** The page size bounds and default, as spec/admin.tsp declares them for GET /admin/audit. */
 const LIMIT = ROUTE_QUERIES["Admin.listAudit"]!.properties.limit!;
@@ -81,7 +82,8 @@ export function parseAuditQuery(query: Record<string, string | string[] | undefi
 export function registerAuditRoutes(router: Router, deps: AuditRouteDeps): void {
   router.get("/admin/audit", async (ctx: Context) => {
     const { filter, limit, pageToken } = parseAuditQuery(ctx.query);
-    await deps.recorder.flush(); // never rejects: a failed write is logged by the recorder
+    buildQueuedAudit(); // the calls answered just before this read, whose entries wait for the next turn
+    await deps.recorder.flush(); // never rejects: a failed write is logged and counted by the recorder
     const page = await deps.recorder.store.list(filter, limit, pageToken); // a bad page_token → INVALID_PARAMS
     ctx.set("Cache-Control", "no-store");
     json(ctx, { entries: page.entries, ...(page.next === undefined ? {} : { next_page_token: page.next }) });

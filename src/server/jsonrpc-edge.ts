@@ -103,7 +103,10 @@ class EdgeRequest implements Exchange, RpcExchange {
   }
 
   json(value: unknown): void {
-    const text = JSON.stringify(value);
+    this.jsonText(JSON.stringify(value));
+  }
+
+  jsonText(text: string): void {
     if (!gzipsBody(this.deps.gzipThreshold, Buffer.byteLength(text), this.headers["accept-encoding"])) {
       this.send(200, text);
       return;

@@ -6,6 +6,7 @@
 // the memory backend is the same store on an in-memory SQLite database.
 import type { Insertable, Kysely, Selectable } from "kysely";
 import { invalidParams } from "../contract/errors.js";
+import { PreparedQuery } from "./sql/prepared.js";
 import { int, storeCall } from "./sql/rows.js";
 import type { AuditLogTable, SqlSchema } from "./sql/schema.js";
 
@@ -129,6 +130,12 @@ function clampLimit(limit: number): number {
 
 type Row = Selectable<AuditLogTable>;
 
+/** The inserted columns, in the order of toRow(): a prepared insert takes each row's values in this order. */
+const COLUMNS = [
+  "at_ms", "principal", "credential_id", "transport", "line", "method", "task_id", "context_id", "session_id",
+  "outcome", "error_reason", "status", "duration_ms", "client_ip", "trace_id", "peer",
+] as const;
+
 const toRow = (e: NewAuditEntry): Insertable<AuditLogTable> => ({
   at_ms: atMs(e.at),
   principal: e.principal ?? null,
@@ -205,7 +212,29 @@ const EQUALS = ["principal", "credential_id", "method", "task_id", "session_id",
  * read — as for any entry appended meanwhile — and no entry is ever listed twice in one paging.
  */
 export class SqlAuditStore implements AuditStore {
+  /**
+   * The INSERT of each chunk size, built and compiled once (./sql/prepared.ts): Kysely would otherwise build and
+   * compile a statement of up to 8,192 parameters for every batch, which cost as much CPU as SQLite's own work.
+   */
+  readonly #inserts = new Map<number, PreparedQuery<string[], unknown>>();
+
   constructor(private readonly db: Kysely<SqlSchema>) {}
+
+  #insert(db: Kysely<SqlSchema>, rows: Insertable<AuditLogTable>[]): Promise<unknown> {
+    let prepared = this.#inserts.get(rows.length);
+    if (prepared === undefined) {
+      const size = rows.length;
+      prepared = new PreparedQuery<string[], unknown>((qb, ...args) =>
+        qb.insertInto("a2a_audit_log").values(
+          Array.from({ length: size }, (_, r) => Object.fromEntries(COLUMNS.map((c, k) => [c, args[r * COLUMNS.length + k]])) as unknown as Insertable<AuditLogTable>),
+        ),
+      );
+      this.#inserts.set(size, prepared);
+    }
+    const args: unknown[] = [];
+    for (const row of rows) for (const c of COLUMNS) args.push(row[c]);
+    return prepared.execute(db, ...(args as string[]));
+  }
 
   append(entries: readonly NewAuditEntry[]): Promise<void> {
     if (entries.length === 0) return Promise.resolve();
@@ -218,11 +247,11 @@ export class SqlAuditStore implements AuditStore {
     return storeCall("audit.append", async () => {
       const parts = chunks(rows);
       if (parts.length === 1) {
-        await this.db.insertInto("a2a_audit_log").values(parts[0]!).execute();
+        await this.#insert(this.db, parts[0]!);
         return;
       }
       await this.db.transaction().execute(async (trx) => {
-        for (const part of parts) await trx.insertInto("a2a_audit_log").values(part).execute();
+        for (const part of parts) await this.#insert(trx, part);
       });
     });
   }

@@ -3,14 +3,15 @@ import type { Context } from "koa";
 import type { AccessLimits } from "../auth/limits.js";
 import type { Call, MethodHandler } from "../operations/index.js";
 import { EventStream, withRelease } from "../operations/stream.js";
+import { EncodedJson } from "../protocol/encoded.js";
 
 /**
  * A JSON body serialized once: with an object body Koa would stringify it twice (koa-compress asks for the
- * length before Koa writes it).
+ * length before Koa writes it). An answer encoded once (src/protocol/encoded.ts) is written as its text.
  */
 export function json(ctx: Context, value: unknown): void {
   ctx.type = "application/json";
-  ctx.body = JSON.stringify(value);
+  ctx.body = value instanceof EncodedJson ? value.text : JSON.stringify(value);
 }
 
 /**

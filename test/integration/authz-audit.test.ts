@@ -149,6 +149,22 @@ describe("8. GET /admin/audit", () => {
     expect(methods).toContain("tasks/get error TASK_NOT_FOUND");
     expect(methods.some((m) => m.includes("tasks/probe-admin-secrets") && m.includes("METHOD_NOT_SUPPORTED")), methods.join("\n")).toBe(true);
   });
+
+  it("every call of a concurrent burst is listed by the next read (the batched rows are flushed before it); no write failed", async () => {
+    const alice = { authorization: `Bearer ${ALICE_SECRET}` };
+    const burst = 120;
+    const answers = await Promise.all(
+      Array.from({ length: burst }, (_, i) => rpc(tg.url, { jsonrpc: "2.0", id: `burst-${i}`, method: "tasks/get", params: { id: taskId } }, alice)),
+    );
+    expect(answers.every((a) => a.body?.result?.id === taskId)).toBe(true);
+    // The entries are built on the next turn of the event loop and written in batches: the read must see them all.
+    const res = await call(tg.url, `/admin/audit?principal=alice&method=tasks/get&task_id=${taskId}&limit=500`, { auth: false, headers: ADMIN });
+    expect(res.status).toBe(200);
+    expect(res.body.entries.length).toBeGreaterThanOrEqual(burst);
+    const metrics = (await call(tg.url, "/metrics", { auth: false, headers: ADMIN })).text;
+    expect(Number(/a2a_audit_write_failures_total (\d+)/.exec(metrics)?.[1])).toBe(0);
+    expect(Number(/a2a_audit_entries_dropped_total (\d+)/.exec(metrics)?.[1])).toBe(0);
+  });
 });
 
 // ---- 9. secrets never reach the logs -----------------------------------------------------------------------------------

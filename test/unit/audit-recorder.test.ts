@@ -170,6 +170,21 @@ describe("AuditRecorder", () => {
     expect(await tasksOf(store)).toEqual(["late", "b", "a"]);
   });
 
+  it("every entry of a burst is written by close(), in order, in batches of at most maxBuffer", async () => {
+    const store = await spyStore();
+    const recorder = new AuditRecorder({ store, log: capture().log, retentionDays: 0, flushIntervalMs: 5, maxBuffer: 256 });
+    const burst = 5_000;
+    for (let i = 0; i < burst; i++) recorder.record(input({ task_id: `t${i}` }));
+    expect(store.batches).toEqual([]); // record() never waits on the store: the batches are written after it returns
+    await recorder.close();
+    expect(store.batches.reduce((a, b) => a + b, 0)).toBe(burst);
+    expect(Math.max(...store.batches)).toBeLessThanOrEqual(256);
+    const { entries } = await store.list({}, burst + 1);
+    expect(entries).toHaveLength(burst);
+    expect(entries.map((e) => e.task_id).reverse()).toEqual(Array.from({ length: burst }, (_, i) => `t${i}`));
+    expect({ failedWrites: recorder.failedWrites, droppedEntries: recorder.droppedEntries }).toEqual({ failedWrites: 0, droppedEntries: 0 });
+  });
+
   it("a failing write is logged with the number of dropped entries, never thrown", async () => {
     const store = await spyStore();
     const { log, lines } = capture();
@@ -184,6 +199,7 @@ describe("AuditRecorder", () => {
     const errors = lines().filter((l) => l.msg === "audit log write failed; entries dropped");
     expect(errors.map((l) => l.dropped)).toEqual([2, 1]);
     expect(errors[0]).toMatchObject({ level: 50, err: { message: "disk full" } });
+    expect({ failedWrites: recorder.failedWrites, droppedEntries: recorder.droppedEntries }).toEqual({ failedWrites: 2, droppedEntries: 3 });
     // the recorder keeps working once the store recovers
     store.failAppend = false;
     recorder.record(input({ task_id: "ok" }));
@@ -201,6 +217,8 @@ describe("AuditRecorder", () => {
     await recorder.close();
     expect(await tasksOf(store)).toEqual(["good"]);
     expect(lines().filter((l) => l.msg === "audit entry dropped: invalid")).toHaveLength(2);
+    expect(recorder.droppedEntries).toBe(2);
+    expect(recorder.failedWrites).toBe(0);
   });
 
   it("normalises the time and caps free-text fields at 256 characters", async () => {

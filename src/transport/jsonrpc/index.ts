@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import type { Catalog, MethodEntry, ProtocolLine } from "../../contract/catalog.js";
 import { A2AError, invalidParams, invalidPayload, isExpectedError, toA2AError } from "../../contract/errors.js";
 import { validate } from "../../contract/validate.js";
+import { EncodedJson, plainResult } from "../../protocol/encoded.js";
 import { jsonRpcError } from "../../protocol/errors.js";
 import { normalizeProtoJson } from "../../protocol/protojson-names.js";
 import { hasScope, type Principal } from "../../auth/index.js";
@@ -53,6 +54,8 @@ export interface RpcExchange {
   setHeaders(headers: Record<string, string>): void;
   /** HTTP 200 with a JSON body. */
   json(value: unknown): void;
+  /** HTTP 200 with a body already in JSON. */
+  jsonText(text: string): void;
   /** HTTP 204, no body. */
   noContent(): void;
   /** HTTP 200, Server-Sent Events. */
@@ -65,6 +68,10 @@ export function koaExchange(ctx: Context): RpcExchange {
     state: ctx.state as RequestState,
     setHeaders: (headers) => ctx.set(headers),
     json: (value) => json(ctx, value),
+    jsonText: (text) => {
+      ctx.type = "application/json";
+      ctx.body = text;
+    },
     noContent: () => void (ctx.status = 204),
     stream: (stream, framing, budget) => {
       ctx.status = 200;
@@ -72,6 +79,12 @@ export function koaExchange(ctx: Context): RpcExchange {
       sendEventStream(ctx.req, ctx.res, stream, framing, budget);
     },
   };
+}
+
+/** A call's answer as the payload log takes it: an encoded result as its value. */
+function logged<T>(answer: T): T {
+  if (answer === null || typeof answer !== "object" || !("result" in answer) || !(answer.result instanceof EncodedJson)) return answer;
+  return { ...answer, result: answer.result.value };
 }
 
 function invalidRequest(detail: string, field?: string): A2AError {
@@ -161,7 +174,7 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
         if (notification) result.close();
         return notification ? null : { stream: result, id, line };
       }
-      audit.result = result;
+      audit.result = plainResult(result);
       return notification ? null : { jsonrpc: "2.0", id, result: result ?? null };
     } catch (raw) {
       if (!isExpectedError(raw)) deps.log.error({ err: raw }, "JSON-RPC handler failed");
@@ -217,15 +230,19 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
         return;
       }
       const answers = await Promise.all(body.map((r) => callOne(r, state, true)));
-      if (payloads !== undefined) for (let i = 0; i < body.length; i++) payloads.rpcCall(body[i], answers[i]!);
+      if (payloads !== undefined) for (let i = 0; i < body.length; i++) payloads.rpcCall(body[i], logged(answers[i]!));
       const responses = answers.filter((r): r is Response => r !== null && !("stream" in r));
       if (responses.length === 0) ex.noContent();
       else ex.json(responses);
       return;
     }
     const response = await callOne(body, state, false, (line) => ex.setHeaders({ "A2A-Version": line }));
-    if (payloads !== undefined) payloads.rpcCall(body, response);
+    if (payloads !== undefined) payloads.rpcCall(body, logged(response));
     if (response === null) ex.noContent();
+    else if ("result" in response && response.result instanceof EncodedJson) {
+      // An answer encoded once (GetTask of an unchanged task): its text spliced into this request's envelope.
+      ex.jsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(response.id)},"result":${response.result.text}}`);
+    }
     else if ("stream" in response) {
       const { id, line } = response;
       ex.stream(response.stream, {

@@ -12,6 +12,7 @@ import type { Principal } from "../../auth/index.js";
 import type { AccessLimits } from "../../auth/limits.js";
 import { methodForOperation, type MethodHandler } from "../../operations/index.js";
 import type { AuditCall, RequestState } from "../../pipeline/state.js";
+import { plainResult } from "../../protocol/encoded.js";
 import { restError } from "../../protocol/errors.js";
 import { EventStream } from "../../operations/stream.js";
 import { invoke, json } from "../http.js";
@@ -168,7 +169,7 @@ export function registerRestRoutes(router: Router, deps: RestDeps): RouteEntry[]
         }, deps.streamBudget);
         return;
       }
-      audit.result = result;
+      audit.result = plainResult(result);
       ctx.status = 200;
       json(ctx, result ?? {});
     };

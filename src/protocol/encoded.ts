@@ -1,0 +1,52 @@
+// Answers encoded once. A repeated read of a task that has not changed (GetTask) is answered with the JSON text
+// written the first time instead of encoding the task and stringifying it again.
+//
+// The version of a task is the identity of the object it is read as: the store's view() hands out a deeply frozen
+// snapshot and replaces it (a new object) whenever the task is saved, so bytes cached on that object can never be
+// stale. Only frozen sources are cached; anything else (a live task's snapshot, a task carrying a freshly built
+// annotation) is encoded per call as before. The cache is a WeakMap on the source: its entries die with the snapshot,
+// and each snapshot keeps at most MAX_VARIANTS encodings (line/transport dialect × result scopes × history length).
+import type { Task } from "./model.js";
+
+/**
+ * A JSON value together with its text. The transports write `text` as it is (or splice it into a JSON-RPC
+ * envelope); JSON.stringify of anything holding one writes `value` (toJSON), the same JSON, so a consumer that does
+ * not know the type still writes the right bytes.
+ */
+export class EncodedJson {
+  constructor(
+    readonly value: unknown,
+    readonly text: string,
+  ) {}
+
+  toJSON(): unknown {
+    return this.value;
+  }
+}
+
+/** The value inside an EncodedJson, or the value itself (what the audit log and the payload log read). */
+export function plainResult(result: unknown): unknown {
+  return result instanceof EncodedJson ? result.value : result;
+}
+
+/** Encodings kept per snapshot; the map is emptied when a new one would exceed it (a client walking historyLength). */
+export const MAX_VARIANTS = 8;
+
+const answers = new WeakMap<Task, Map<string, EncodedJson>>();
+
+/**
+ * `encode(task)` as an EncodedJson cached on `task` under `key`, when `task` is frozen (a store snapshot); else the
+ * encoded value itself, uncached. `key` must name everything besides the task that the encoding depends on.
+ */
+export function encodeCached(task: Task, key: string, encode: (task: Task) => unknown): unknown {
+  if (!Object.isFrozen(task)) return encode(task);
+  let variants = answers.get(task);
+  const hit = variants?.get(key);
+  if (hit !== undefined) return hit;
+  const value = encode(task);
+  const encoded = new EncodedJson(value, JSON.stringify(value));
+  if (variants === undefined) answers.set(task, (variants = new Map()));
+  else if (variants.size >= MAX_VARIANTS) variants.clear();
+  variants.set(key, encoded);
+  return encoded;
+}
