@@ -12,8 +12,6 @@ import { openGovernancePolicies } from "./governance/index.js";
 import { CredentialError } from "./auth/credentials.js";
 import { startUpstream } from "./upstream/index.js";
 import { generateMcpToken, opencodeMcpConfig } from "./mcp/credential.js";
-import { keysCommand } from "./cli/keys.js";
-import { callCommand } from "./cli/call.js";
 import { configurationHelp } from "./cli/help.js";
 import { checkInstallation, InstallationError } from "./cli/preflight.js";
 import { logStartupSummary } from "./server/summary.js";
@@ -224,9 +222,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`opencode-a2a: cannot read .env: ${err instanceof Error ? err.message : String(err)}\n`);
       return 78;
     }
-    return keysCommand(argv.slice(1));
+    // The command modules are loaded for their command only (call brings the A2A client): serve starts without them.
+    return (await import("./cli/keys.js")).keysCommand(argv.slice(1));
   }
-  if (command === "call") return callCommand(argv.slice(1));
+  if (command === "call") return (await import("./cli/call.js")).callCommand(argv.slice(1));
   if (command !== "serve") {
     process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
     return 2;

@@ -8,8 +8,12 @@
 // - Failure: when the listening connection breaks, `onDown` runs (whatever was in flight may be lost) and the bus
 //   connects again, with a growing pause, until it is stopped.
 import crypto from "node:crypto";
-import pg from "pg";
+import { createRequire } from "node:module";
+import type pg from "pg";
 import type { Logger } from "pino";
+
+/** The pg client class, loaded when a bus connects (a gateway without PostgreSQL never loads pg). */
+const pgClient = (): typeof pg.Client => (createRequire(import.meta.url)("pg") as typeof pg).Client;
 
 /** Bytes of JSON a NOTIFY carries itself (PostgreSQL's limit is 8000 including the channel name). */
 export const PAYLOAD_LIMIT = 7_000;
@@ -52,7 +56,7 @@ export class PgBus {
   }
 
   async #listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.opts.url, keepAlive: true });
+    const client = new (pgClient())({ connectionString: this.opts.url, keepAlive: true });
     // Until it is this bus's listener, #lost ignores it (a failed connect rejects below instead).
     client.on("error", (error) => this.#lost(client, error));
     client.on("end", () => this.#lost(client, new Error("the listening connection ended")));
@@ -143,7 +147,7 @@ export class PgBus {
 
   #senderClient(): Promise<pg.Client> {
     if (this.#senderReady !== undefined) return this.#senderReady;
-    const client = new pg.Client({ connectionString: this.opts.url, keepAlive: true, connectionTimeoutMillis: 10_000 });
+    const client = new (pgClient())({ connectionString: this.opts.url, keepAlive: true, connectionTimeoutMillis: 10_000 });
     client.on("error", () => {
       if (this.#sender === client) this.#dropSender();
     });

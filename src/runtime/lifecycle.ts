@@ -1,7 +1,8 @@
 // The lifecycle rules of the task runtime (./tasks.ts): how a live task's state changes reach the store (a snapshot
 // at every state change, told to the transition hooks in the same transaction; streamed output at most once a second),
 // and how a task ends. finish() is the single place a task becomes terminal: first terminal state wins (in SQL), the
-// final status event closes every stream, and a snapshot the store refuses is saved again once it takes writes.
+// final status event closes every stream once that state is written, and a snapshot the store refuses is saved again
+// once it takes writes.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { TurnResult } from "../bridge/stream-mapper.js";
@@ -245,7 +246,7 @@ export class TaskLifecycle {
       this.#retryUnsaved();
     });
     this.deps.metrics.tasksFinished.inc({ state });
-    live.fanout.publish({
+    const final: StatusUpdateEvent = {
       kind: "status-update",
       taskId: live.id,
       contextId: live.contextId,
@@ -255,10 +256,23 @@ export class TaskLifecycle {
         shared: { ...(live.sessionId === undefined ? {} : { session: { id: live.sessionId } }), ...shared },
         ...(error === undefined ? {} : { opencode: { error } }),
       },
-    });
-    live.fanout.close();
-    live.wake();
+    };
     this.deps.admission.ended(live);
+    // The final event goes out once the final state is written (or refused, then clients still get it): a client
+    // that reads the task after its stream ended, here or on another gateway, reads that state.
+    void this.afterWrites(live).then(() => {
+      live.fanout.publish(final);
+      live.fanout.close();
+      live.wake();
+    });
+  }
+
+  /**
+   * Settles once every write queued so far for the live task is done (stored or refused, never rejects): a
+   * terminal or interrupted state is published after it, so the store never trails a stream's last event.
+   */
+  afterWrites(live: LiveTask): Promise<void> {
+    return live.writes;
   }
 
   /** Saves the terminal snapshots the store refused, until it takes them (backoff 0.5 s … 30 s). */

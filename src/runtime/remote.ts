@@ -15,8 +15,6 @@ import type { Configure, PendingInterrupt, RuntimeOptions } from "./options.js";
 
 /** How long a message forwarded to a running task may take to be taken there (it may wait for a turn slot). */
 const SEND_TIMEOUT_MS = 5 * 60_000;
-/** How long a stream served to another gateway waits, after its last event, for the task's state to be stored. */
-const WRITTEN_WAIT_MS = 2_000;
 /** How often a blocking call forwarded to another instance also reads the task from the store. */
 const SETTLED_POLL_MS = 2_000;
 
@@ -192,27 +190,10 @@ export interface ServedRuntime {
 export function serveTasks(peers: Peers, runtime: ServedRuntime): void {
   const who = (body: Asked): Principal => principalFromWire(body.principal);
   peers.handle(OP.send, (body: AskedSend) => runtime.send(who(body), body.params, undefined, traceFromWire(body.trace)));
-  /**
-   * A stream served to another gateway ends once the task's state it ended on is in the store (at most
-   * WRITTEN_WAIT_MS later): a client there that reads the task after its stream ended reads that state.
-   */
-  const written = (principal: Principal, taskId: string | undefined, handle: StreamHandle) => ({
-    events: (async function* () {
-      yield* handle.events;
-      if (taskId === undefined) return;
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, WRITTEN_WAIT_MS)));
-      await Promise.race([runtime.settled(principal, taskId).catch(() => undefined), late]);
-      clearTimeout(timer);
-    })(),
-    close: () => handle.close(),
-  });
-  peers.handleStream(OP.stream, async (body: AskedSend) =>
-    written(who(body), body.params.message.taskId, await runtime.stream(who(body), body.params, undefined, traceFromWire(body.trace))),
-  );
-  peers.handleStream(OP.subscribe, async (body: AskedTask & { line: "0.3" | "1.0" }) =>
-    written(who(body), body.taskId, await runtime.subscribe(who(body), body.taskId, body.line)),
-  );
+  // A stream served to another gateway ends with the task's final (or interrupted) event, which the runtime
+  // publishes only once that state is stored (TaskLifecycle.afterWrites): a client there reads it after the stream.
+  peers.handleStream(OP.stream, (body: AskedSend) => runtime.stream(who(body), body.params, undefined, traceFromWire(body.trace)));
+  peers.handleStream(OP.subscribe, (body: AskedTask & { line: "0.3" | "1.0" }) => runtime.subscribe(who(body), body.taskId, body.line));
   peers.handle(OP.cancel, (body: AskedTask) => runtime.cancel(who(body), body.taskId));
   peers.handle(OP.pending, async (body: AskedTask) => (await runtime.pendingInterrupt(who(body), body.taskId)) ?? null);
   peers.handle(OP.resume, (body: AskedTask) => runtime.resume(who(body), body.taskId));

@@ -13,7 +13,7 @@ import { sessionTitle, userText, type PromptPart } from "../bridge/parts.js";
 import type { ResolvedSession } from "../bridge/sessions.js";
 import { StreamMapper, type ArtifactOutput, type MapperOutput, type StatusOutput } from "../bridge/stream-mapper.js";
 import type { A2AError } from "../contract/errors.js";
-import { isTerminal, type Message, type Metadata } from "../protocol/model.js";
+import { INTERRUPTED_STATES, isTerminal, type Message, type Metadata } from "../protocol/model.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { Subscription } from "../upstream/hub.js";
 import { isObject } from "../util/object.js";
@@ -349,6 +349,12 @@ export class TurnLoop {
         live.update({ metadata: mergeShared(live.task.metadata, { interrupt: interrupt.published }) });
       }
       lifecycle.changed(live, event);
+      // An interrupted state is published once it is written (a client answering it may read the task anywhere).
+      if (INTERRUPTED_STATES.has(event.status.state)) {
+        await lifecycle.afterWrites(live);
+        // Failed (its write refused), canceled or answered meanwhile: what came after is what its streams get.
+        if (live.state !== event.status.state) return;
+      }
     }
     live.fanout.publish(event);
     live.wake();

@@ -40,7 +40,7 @@ import { CallAttribution, type CallerSession } from "../mcp/attribution.js";
 import { OPENCODE_CALLER } from "../mcp/credential.js";
 import { MessagingTools } from "../mcp/messages-tools.js";
 import { withOpencodeCredential } from "../mcp/credential.js";
-import { McpEndpoint } from "../mcp/endpoint.js";
+import { lazyMcp } from "../mcp/lazy.js";
 
 /** The gateway: its HTTP side (the Koa app, the node:http handler, the router) and what it is built from. */
 export interface Gateway extends HttpSide {
@@ -368,9 +368,8 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
           rootRouting: resolveRouting(undefined, routing),
           reroute: (dir) => resolveRouting({ opencode: { directory: dir } }, routing),
         });
-  const mcp = config.mcpEnabled
-    ? new McpEndpoint({ settings: config, attribution, messaging, recorder: config.auditEnabled ? recorder : undefined, log: log.child({ component: "mcp" }) })
-    : undefined;
+  const mcpDeps = { settings: config, attribution, messaging, recorder: config.auditEnabled ? recorder : undefined, log: log.child({ component: "mcp" }) };
+  const mcp = config.mcpEnabled ? lazyMcp(async () => new (await import("../mcp/endpoint.js")).McpEndpoint(mcpDeps)) : undefined;
   const { app, handler, router } = httpSide({ config, log, catalog, facts, registry, discovery, recorder, metrics, auth, limits, guard, governanceHistory, mcp });
   return {
     app,

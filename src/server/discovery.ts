@@ -5,7 +5,6 @@ import fs from "node:fs";
 import path from "node:path";
 import type Router from "@koa/router";
 import type { Context } from "koa";
-import { stringify as toYaml } from "yaml";
 import { generatedDir, readGeneratedJson, type Catalog } from "../contract/catalog.js";
 import { A2AError } from "../contract/errors.js";
 import type { CredentialResolver } from "../auth/index.js";
@@ -172,7 +171,8 @@ export class Discovery {
     router.get("/openapi.json", (ctx) => {
       ctx.body = this.openapiDocument();
     });
-    router.get("/openapi.yaml", (ctx) => {
+    router.get("/openapi.yaml", async (ctx) => {
+      const { stringify: toYaml } = await import("yaml"); // loaded for this document only
       this.openapiYaml ??= toYaml(this.openapiDocument(), { lineWidth: 0, aliasDuplicateObjects: false });
       ctx.type = "application/yaml";
       ctx.body = this.openapiYaml;

@@ -47,7 +47,7 @@ export interface HttpDeps {
   /** The governance trail of a task (absent without an upstream). */
   governanceHistory?: GovernanceHistorySource;
   /** The MCP endpoint `POST /mcp` (absent when A2A_MCP_ENABLED=false: the route answers 404). */
-  mcp?: McpEndpoint | undefined;
+  mcp?: Pick<McpEndpoint, "handle" | "close"> | undefined;
 }
 
 export interface HttpSide {

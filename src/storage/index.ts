@@ -21,7 +21,6 @@ import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
 import type { Pool } from "pg";
 import { DEFAULT_TASK_STORE_DATABASE_URL, DEFAULT_TASK_STORE_READERS, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
-import { openPostgres } from "./sql/postgres.js";
 
 /** What a store is opened as (A2A_TASK_STORE_BACKEND): the URL decides between SQLite and PostgreSQL. */
 export type StoreBackend = "sqlite" | "memory";
@@ -135,6 +134,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
  * tasks) goes between them through src/cluster, which uses `postgres.pool`.
  */
 async function openPostgresStorage(url: string, now: Clock): Promise<Storage> {
+  const { openPostgres } = await import("./sql/postgres.js"); // the pg client is loaded for PostgreSQL only
   const pg = await openPostgres(url);
   try {
     const tasks = await SqlTaskStore.open(pg.db);
