@@ -152,6 +152,11 @@ export class StreamMapper {
     return this.#usage.total();
   }
 
+  /** Whether any tool call came in this turn (without one, nothing of OpenCode's changed a file). */
+  get ranTools(): boolean {
+    return this.#blocks.ranTools;
+  }
+
   /** Whether a file-writing tool call completed in this turn (its changes are due in OpenCode's diff). */
   get wroteFiles(): boolean {
     return this.#blocks.wroteFiles;

@@ -55,6 +55,8 @@ export class ToolBlocks {
   readonly #tools = new Map<string, Block>();
   /** A file-writing tool call completed in this turn. */
   #wroteFiles = false;
+  /** A tool part (any tool, any state) came in this turn. */
+  #ranTools = false;
   /** File artifacts (OpenCode file parts and tool attachments), by artifact id: the latest snapshot of each. */
   readonly #files = new Map<string, Block>();
 
@@ -73,7 +75,13 @@ export class ToolBlocks {
     return this.#wroteFiles;
   }
 
+  /** Whether any tool call came in this turn. */
+  get ranTools(): boolean {
+    return this.#ranTools;
+  }
+
   tool(part: OcToolPart, out: MapperOutput[]): void {
+    this.#ranTools = true;
     const state: Record<string, unknown> = isObject(part.state) ? part.state : {};
     if (state.status === "completed" && typeof part.tool === "string" && FILE_TOOLS.has(part.tool)) this.#wroteFiles = true;
     const data: Record<string, unknown> = {

@@ -34,13 +34,15 @@ export class TurnArtifacts {
   }
 
   /**
-   * OpenCode's diff of the turn so far. OpenCode records a message's diff a moment after the turn went idle: when a
+   * OpenCode's diff of the turn so far (none read when no tool ran). OpenCode records a message's diff a moment after the turn went idle: when a
    * file-writing tool ran and the diff is still empty, it is read again (bounded, about 3 s in all). Throws what
    * OpenCode answered.
    */
   async changes(live: LiveTask, mapper: StreamMapper, routing: Routing): Promise<FileChange[]> {
     const sessionId = live.turn?.sessionId;
-    if (sessionId === undefined) return [];
+    // A turn in which no tool ran (a plain answer) changed no file through OpenCode: its diff is not asked for (a
+    // request to OpenCode per user message saved on most turns).
+    if (sessionId === undefined || !mapper.ranTools) return [];
     let diffs = await this.#diffs(live, mapper, sessionId, routing);
     for (let wait = 100; diffs.length === 0 && mapper.wroteFiles && wait <= 1_600 && !isTerminal(live.state); wait *= 2) {
       await new Promise((resolve) => setTimeout(resolve, wait));

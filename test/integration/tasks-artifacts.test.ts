@@ -26,6 +26,20 @@ function fileOf(m: Mode, part: any): { bytes?: string; uri?: string; mime?: stri
 const decode = (b64: string | undefined): string => Buffer.from(b64 ?? "", "base64").toString("utf8");
 
 describe.each(MODES)("turn artifacts on $name", (m) => {
+  it("a turn in which no tool ran asks OpenCode for no diff and has no `changes` artifact", async () => {
+    const since = g.stub.requests.length;
+    g.stub.script(text("just an answer"));
+    const task = await sendTask(g.url, m, sendParams(m, userMessage(m, "no tools")));
+    expect(stateOf(task)).toBe("completed");
+    expect((task.artifacts ?? []).some((a: any) => a.artifactId === `${task.id}:changes`)).toBe(false);
+    expect(g.stub.requests.slice(since).filter((r) => /\/diff$/.test(r.path))).toEqual([]);
+    // A tool that writes nothing still has its diff read (OpenCode may have recorded changes from it).
+    const before = g.stub.requests.length;
+    g.stub.script(tool("read", { filePath: "README.md" }), text("read it"));
+    expect(stateOf(await sendTask(g.url, m, sendParams(m, userMessage(m, "a tool"))))).toBe("completed");
+    expect(g.stub.requests.slice(before).filter((r) => /\/diff$/.test(r.path)).length).toBeGreaterThan(0);
+  });
+
   it("a turn that writes and edits files ends with a `changes` artifact: one text/x-diff part per file, with path, status and counts", async () => {
     g.stub.script(
       tool("write", { filePath: "notes/hello.txt", content: "hello\nworld\n" }),

@@ -11,7 +11,7 @@ import { call, rpc, startGateway } from "../support/gateway.js";
 import { Capture } from "../support/logs.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 import { until } from "../support/task-wire.js";
-import { text } from "../../tools/upstream/script.js";
+import { text, tool } from "../../tools/upstream/script.js";
 import type { RecordedRequest } from "../../tools/upstream/stub.js";
 
 type Obj = Record<string, any>;
@@ -220,7 +220,7 @@ describe("W3C trace context", () => {
     const t = incoming();
     // The turn's diff cannot be read from OpenCode: the runtime logs a warning about the task.
     g.stub.failNext("GET /session/*/diff", { status: 500, body: { name: "UnknownError", data: { message: "diff broke" } } });
-    g.stub.script(text("x"));
+    g.stub.script(tool("read", { filePath: "README.md" }), text("x"));
     const res = await rpc(g.url, { jsonrpc: "2.0", id: 7, method: "message/send", params: { message: message("logged") } }, { traceparent: t.header });
     const taskId = res.body.result.id;
     const warning = logLines().find((l) => l.component === "tasks" && l.taskId === taskId);
