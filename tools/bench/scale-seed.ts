@@ -147,9 +147,10 @@ async function seed(mod: StorageModule, url: string, l: Layout, workers: number,
       Array.from({ length: workers }, async () => {
         while (next < l.n) {
           const from = next;
-          next = Math.min(l.n, next + chunk);
-          await createRange(storage, l, from, next, 2000);
-          done += next - from;
+          const to = Math.min(l.n, next + chunk);
+          next = to;
+          await createRange(storage, l, from, to, 2000);
+          done += to - from;
           progress(`seeded ${done.toLocaleString("en-US")} / ${l.n.toLocaleString("en-US")} tasks (${(msSince(start) / 1000).toFixed(0)} s)`);
         }
       }),

@@ -56,7 +56,7 @@ try {
     for (const n of SIZES) {
       const seeded = await seededSqlite(ROOT, layout(n), tmp, progress);
       progress(`sqlite ${n}: ${seeded.source}`);
-      results.push(await measureScale(`SQLite`, layout(n), seeded, stub.url));
+      results.push(await measureScale("SQLite", layout(n), seeded, stub.url));
       lines.push("", ...report(results.at(-1)!));
     }
   }
@@ -68,7 +68,8 @@ try {
       postgres = pg;
       for (const n of SIZES) {
         const seeded = await seededPostgres(ROOT, layout(n), await pg.database(), progress);
-        results.push(await measureScale(`PostgreSQL (${pg.source})`, layout(n), seeded, stub.url));
+        seeded.source = `${pg.source}; a fresh database ${seeded.source}`;
+        results.push(await measureScale("PostgreSQL", layout(n), seeded, stub.url));
         lines.push("", ...report(results.at(-1)!));
       }
     }
