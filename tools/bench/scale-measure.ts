@@ -113,18 +113,29 @@ export async function loopLag(t: Target, token: string): Promise<{ max: number; 
 
 /**
  * The stall probe: one keep-alive connection of its own asks GET `path` every PROBE_MS (the next request PROBE_MS
- * after the previous answer) until stop() is called; resolves with the latencies.
+ * after the previous answer) until stop() is called; resolves with the latencies and how many requests failed. A
+ * request that fails (the gateway resets a keep-alive connection whose idle timer ran out while its event loop was
+ * blocked) is counted and asked again on a new connection; its sample is the time from the first try to the answer.
  */
-export function probe(url: string, urlPath: string, everyMs: number): { stop(): Promise<number[]> } {
+export function probe(url: string, urlPath: string, everyMs: number): { stop(): Promise<{ samples: number[]; failures: number }> } {
   const t = target(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const samples: number[] = [];
+  let failures = 0;
   let running = true;
   const loop = (async () => {
     while (running) {
       const start = hr();
-      const res = await request({ ...t, agent }, "GET", urlPath, {});
-      if (res.status !== 200) throw new Error(`probe ${urlPath}: HTTP ${res.status}`);
+      for (let tries = 0; ; tries++) {
+        const res = await request({ ...t, agent }, "GET", urlPath, {}).catch((error: unknown) => {
+          if (tries >= 20) throw error;
+          failures++;
+          return undefined;
+        });
+        if (res === undefined) continue;
+        if (res.status !== 200) throw new Error(`probe ${urlPath}: HTTP ${res.status}`);
+        break;
+      }
       samples.push(msSince(start));
       await new Promise((r) => setTimeout(r, everyMs));
     }
@@ -135,7 +146,7 @@ export function probe(url: string, urlPath: string, everyMs: number): { stop(): 
       await loop;
       agent.destroy();
       t.agent.destroy();
-      return samples;
+      return { samples, failures };
     },
   };
 }
