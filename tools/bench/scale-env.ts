@@ -67,6 +67,8 @@ export function gatewayEnv(storeUrl: string, stubUrl: string): NodeJS.ProcessEnv
     A2A_BEARER_TOKEN: ADMIN_TOKEN,
     A2A_CREDENTIALS: JSON.stringify([{ id: "bench-owner", principal: "bench", scheme: "bearer", secret: OWNER_TOKEN, trust_level: "read_only" }]),
     A2A_RATE_LIMIT_MAX_REQUESTS: "100000000",
+    // The stall probe asks the public card every 5 ms without credentials: the per-address limit must not answer 429.
+    A2A_UNAUTHENTICATED_RATE_LIMIT: "100000000",
     A2A_HOST: "127.0.0.1",
     A2A_PORT: "0",
     A2A_LOG_LEVEL: "silent",

@@ -123,6 +123,8 @@ export function probe(url: string, urlPath: string, everyMs: number): { stop(): 
   const samples: number[] = [];
   let failures = 0;
   let running = true;
+  // Kept, and rethrown by stop(): a failed probe must not end the process before the cleanup runs.
+  let failed: unknown;
   const loop = (async () => {
     while (running) {
       const start = hr();
@@ -139,13 +141,14 @@ export function probe(url: string, urlPath: string, everyMs: number): { stop(): 
       samples.push(msSince(start));
       await new Promise((r) => setTimeout(r, everyMs));
     }
-  })();
+  })().catch((error: unknown) => void (failed = error));
   return {
     async stop() {
       running = false;
       await loop;
       agent.destroy();
       t.agent.destroy();
+      if (failed !== undefined) throw failed instanceof Error ? failed : new Error(String(failed));
       return { samples, failures };
     },
   };
