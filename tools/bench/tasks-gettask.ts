@@ -12,6 +12,7 @@ import { GatewayClient, LeanConnection, request, target, timeout, type Target } 
 import { CONCURRENCY, GET_CLIENT, GET_CONCURRENCY, GET_REQUESTS, progress, ROUNDS, startFloor, startGateway, startSdk, TASKS, tmp, TOKEN } from "./tasks-env.js";
 import { cpuMs, cpuText, gc, hr, lpad, median, msSince, pad, pool, rate } from "./tasks-measure.js";
 import type { BenchPostgres } from "./tasks-postgres.js";
+import type { GetFigure, GetFigures } from "./tasks-targets.js";
 
 
 /** Fills a fresh gateway store (sqlite:///<file> or postgres://…) with TASKS tasks through src/storage, owned by the bench token's principal. */
@@ -68,6 +69,7 @@ export async function partGetTask(
   memoryPid: number | undefined,
   stubUrl: string,
   postgres: BenchPostgres | undefined,
+  figures?: GetFigures,
 ): Promise<Array<{ child: ChildProcess }>> {
   // Top the part-1 memory gateway up to TASKS tasks through message/send (its tasks are real completed turns).
   const missing = TASKS - memory.taskIds.length;
@@ -176,6 +178,12 @@ export async function partGetTask(
       `which leaves ${Math.round((cpuPer(sm) * 1000) / 2 - cpuPer(fl) * 1000)} µs above the floor; the gateway spends ${Math.round((cpuPer(gs) - cpuPer(fl)) * 1000)} (sqlite) / ${Math.round((cpuPer(gm) - cpuPer(fl)) * 1000)} (memory)` +
       `${gp === undefined ? "" : ` / ${Math.round((cpuPer(gp) - cpuPer(fl)) * 1000)} (postgres, with the PostgreSQL server)`} µs above it`,
   );
+  if (figures !== undefined) {
+    const figure = (g: GetTarget): GetFigure => ({ label: g.label, rates: new Map(GET_CONCURRENCY.map((c) => [c, med(g, c)])), cpuUs: cpuPer(g) * 1000 });
+    figures.gateways.push(...[gs, gu, gm, ...(gp === undefined ? [] : [gp])].map(figure));
+    figures.floor = figure(fl);
+    figures.sdk = figure(sm);
+  }
   for (const g of targets) {
     g.t.agent.destroy();
     for (const c of g.conns) c.close();

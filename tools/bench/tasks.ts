@@ -47,6 +47,7 @@ import { cleanupSync, CONCURRENCY, finish, loadAtStart, progress, ROUNDS, SEQUEN
 import { partGetTask } from "./tasks-gettask.js";
 import { CpuMeter, cpuText, gc, hr, latency, lpad, median, ms, msSince, pad, pool, rate, signed, type CpuSource } from "./tasks-measure.js";
 import { benchPostgres, type BenchPostgres } from "./tasks-postgres.js";
+import { getTaskTargets, turnTargets, type GetFigures } from "./tasks-targets.js";
 // ---------------------------------------------------------------------------------------------------------------
 // Part 1: turns
 
@@ -160,6 +161,11 @@ async function partTurns(report: string[], postgres: BenchPostgres | undefined):
     `   target "gateway p50 overhead < 1 ms" (memory message/send): ${signed(overhead)} → ${overhead < 1 ? "met" : "NOT met"}` +
       `; sqlite message/send: ${signed(lat[3]!.p50 - base.p50)} → ${lat[3]!.p50 - base.p50 < 1 ? "met" : "NOT met"}` +
       `${PG < 0 ? "" : `; postgres message/send: ${signed(lat[PG]!.p50 - base.p50)} → ${lat[PG]!.p50 - base.p50 < 1 ? "met" : "NOT met"}`}`,
+    `   issue 23 targets (message/send; CPU per turn of the sequential runs, added p50 over direct):`,
+    ...turnTargets(
+      [1, 3, ...(PG < 0 ? [] : [PG])].map((m) => ({ label: modes[m]!.label, cpuMs: modes[m]!.cpu.used[0]! / lat[m]!.n, addedP50: lat[m]!.p50 - base.p50 })),
+      { label: modes[FLOOR]!.label, cpuMs: modes[FLOOR]!.cpu.used[0]! / lat[FLOOR]!.n, addedP50: floorAdded },
+    ),
     `   Throughput at concurrency ${CONCURRENCY}, ${THROUGHPUT} turns per run (median; the ${ROUNDS} interleaved runs in brackets)`,
   );
   for (const [m, mode] of modes.entries()) {
@@ -196,7 +202,9 @@ try {
   }
   const part1 = await partTurns(report, postgres);
   services.push(...part1.services);
-  services.push(...(await partGetTask(report, part1.memory, part1.services[0]!.child.pid, part1.stubUrl, postgres)));
+  const figures: GetFigures = { gateways: [] };
+  services.push(...(await partGetTask(report, part1.memory, part1.services[0]!.child.pid, part1.stubUrl, postgres, figures)));
+  report.push(`   issue 23 targets (GetTask: rates of the same run per concurrency; server CPU per request in brackets):`, ...getTaskTargets(figures));
   part1.memory.destroy();
 } catch (error) {
   failed = true;
