@@ -23,7 +23,9 @@ const promptText = (body: any): string => (body?.parts ?? []).map((p: any) => p.
 describe("task admission", () => {
   it("100 concurrent sends with a budget of 8: every task completes, none fails for backpressure", async () => {
     const g = await gateway({ A2A_MAX_RUNNING_TASKS: "8", OPENCODE_MAX_CONCURRENT_REQUESTS: "8", A2A_RATE_LIMIT_MAX_REQUESTS: "0" });
-    g.stub.script(...Array.from({ length: 100 }, (_, i) => text([`answer ${i}`], { delayMs: 20 })));
+    // Each turn lasts long enough (150 ms) that 100 sends arriving together outnumber the 8 slots on any machine: a
+    // gateway that starts a turn faster than 20 ms / 8 apart would otherwise never queue one.
+    g.stub.script(...Array.from({ length: 100 }, (_, i) => text([`answer ${i}`], { delayMs: 150 })));
     let peak = 0;
     const probe = setInterval(() => {
       peak = Math.max(peak, g.stub.stats().busySessions);
