@@ -40,6 +40,7 @@ export class StoreDatabase {
 
   /** A cached prepared statement. */
   statement(sql: string): Database.Statement {
+    if (this.closed) throw new Error("the database is closed");
     let stmt = this.statements.get(sql);
     if (stmt === undefined) {
       stmt = prepare(this.db, sql);
@@ -67,9 +68,14 @@ export class StoreDatabase {
     return !this.closed && this.db.open;
   }
 
+  /** From now on every statement fails as a closed database's would; close() follows (after the reader threads). */
+  refuse(): void {
+    this.closed = true;
+  }
+
   /** Checkpoint the WAL into the main file and close. Idempotent. */
   close(): void {
-    if (this.closed) return;
+    if (this.closed && !this.db.open) return;
     this.closed = true;
     this.statements.clear();
     try {

@@ -117,8 +117,16 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       database: db,
       close: async () => {
         tasks.closing();
+        if (readers === undefined || readers.threads === 0) {
+          db.close();
+          await readers?.close();
+          return;
+        }
+        // The reader connections close first: the gateway's, closing last, checkpoints the WAL and removes -wal and
+        // -shm. Meanwhile every call fails as on a closed database.
+        db.refuse();
+        await readers.close();
         db.close();
-        await readers?.close();
       },
     };
   } catch (err) {

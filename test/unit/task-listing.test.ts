@@ -280,6 +280,8 @@ describe("reader threads", () => {
     } finally {
       await threaded.close();
     }
+    // The reader connections closed before the gateway's own: it removed -wal and -shm, as without readers.
+    expect(["-wal", "-shm"].filter((suffix) => fs.existsSync(file + suffix))).toEqual([]);
     // A gateway starts one at open (warmReaders), so its first listing does not wait for a thread to boot.
     const warmed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2, warmReaders: true });
     try {

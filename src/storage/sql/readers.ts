@@ -35,6 +35,12 @@ function prepared(sql) {
 }
 const read = db.transaction((queries) => queries.map((q) => prepared(q.sql).all(...q.parameters)));
 parentPort.on("message", (m) => {
+  if (m.close === true) {
+    // The connection closes before the thread ends, so the gateway's own close (the last one) can remove -wal/-shm.
+    db.close();
+    parentPort.close();
+    return;
+  }
   try {
     parentPort.postMessage({ id: m.id, results: read(m.queries) });
   } catch (err) {
@@ -64,6 +70,9 @@ interface Reply {
   error?: { message: string; code?: string };
 }
 
+/** How long close() waits for a thread's read to end before it terminates the thread. */
+const CLOSE_WAIT_MS = 5_000;
+
 class Thread {
   readonly worker: Worker;
   job: Job | undefined;
@@ -84,6 +93,18 @@ class Thread {
     });
     this.worker.on("error", (err) => onGone(this, err));
     this.worker.on("exit", (code) => onGone(this, new Error(`a reader thread exited (code ${code})`)));
+  }
+
+  /**
+   * Asks the thread to close its connection and end (after the read it may be running), and waits for it; a thread
+   * that has not ended after CLOSE_WAIT_MS is terminated.
+   */
+  async stop(): Promise<void> {
+    const ended = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()));
+    this.worker.postMessage({ close: true });
+    const timer = setTimeout(() => void this.worker.terminate(), CLOSE_WAIT_MS);
+    await ended;
+    clearTimeout(timer);
   }
 
   start(job: Job): void {
@@ -137,7 +158,7 @@ export class SqliteReaders {
     this.started.clear();
     this.#idle.length = 0;
     for (const t of threads) t.job?.reject(closed);
-    await Promise.all(threads.map((t) => t.worker.terminate()));
+    await Promise.all(threads.map((t) => t.stop()));
   }
 
   #dispatch(): void {
