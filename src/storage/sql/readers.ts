@@ -9,16 +9,16 @@
 // (one snapshot: a page and its total agree). Threads start on first use, one more whenever every started one is busy,
 // up to the pool size; a thread that dies fails its call and is replaced on the next one. A failure comes back as an
 // Error carrying SQLite's code, which the store turns into TASK_STORE_UNAVAILABLE like any other.
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { CompiledQuery } from "kysely";
 
-// CommonJS, evaluated as the thread's main script: it loads better-sqlite3 as the gateway resolves it (`anchor`, a
-// file of this package), so the same installed build serves both.
+// CommonJS, evaluated as the thread's main script: it loads the better-sqlite3 build the gateway itself loaded
+// (sqliteModule()), so both threads run one native build.
 const THREAD = `
 "use strict";
 const { parentPort, workerData } = require("node:worker_threads");
-const Database = require("node:module").createRequire(workerData.anchor)("better-sqlite3");
+const Database = require(workerData.module);
 const db = new Database(workerData.file, { readonly: true, fileMustExist: true, timeout: workerData.busyTimeoutMs });
 db.exec("PRAGMA cache_size = -16384");
 db.exec("PRAGMA mmap_size = 268435456");
@@ -70,6 +70,17 @@ interface Reply {
   error?: { message: string; code?: string };
 }
 
+const require = createRequire(import.meta.url);
+
+/**
+ * The file of the better-sqlite3 module this process loaded (a loader hook may have chosen another build than the one
+ * installed next to this package), else the one installed next to it.
+ */
+function sqliteModule(): string {
+  for (const key of Object.keys(require.cache)) if (/[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/.test(key)) return key;
+  return require.resolve("better-sqlite3");
+}
+
 /** How long close() waits for a thread's read to end before it terminates the thread. */
 const CLOSE_WAIT_MS = 5_000;
 
@@ -80,7 +91,7 @@ class Thread {
   constructor(options: SqliteReadersOptions, onIdle: (thread: Thread) => void, onGone: (thread: Thread, err: Error) => void) {
     this.worker = new Worker(THREAD, {
       eval: true,
-      workerData: { anchor: fileURLToPath(import.meta.url), file: options.file, busyTimeoutMs: options.busyTimeoutMs },
+      workerData: { module: sqliteModule(), file: options.file, busyTimeoutMs: options.busyTimeoutMs },
     });
     this.worker.unref();
     this.worker.on("message", (reply: Reply) => {
