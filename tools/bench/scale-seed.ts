@@ -121,14 +121,26 @@ export function codeKey(root: string): { head: string; storage: string } {
   return { head, storage: hash.digest("hex").slice(0, 10) };
 }
 
-/** Creates tasks [from, to) of the layout through the store, in transactions of `batch`. */
+/**
+ * Creates tasks [from, to) of the layout through the store, in transactions of `batch`. PostgreSQL: transactions
+ * that each create many tasks lock the shared task-count rows (src/storage/sql/task-listing-ddl.ts) in different
+ * orders, so concurrent ones can deadlock (40P01: one is rolled back); such a batch is run again. The gateway itself
+ * writes one task per transaction, whose count rows are locked in one order.
+ */
 async function createRange(storage: Awaited<ReturnType<StorageModule["openStorage"]>>, l: Layout, from: number, to: number, batch: number): Promise<void> {
   for (let start = from; start < to; start += batch) {
-    await storage.atomically(async (tx) => {
-      for (let i = start; i < Math.min(to, start + batch); i++) {
-        await tx.tasks.create(scaleTask(i, l), ownerOfGroup(groupOf(i)), { acceptedOutputModes: ["text/plain", "application/json"], sessionId: `ses_scale${hex12(groupOf(i))}` });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await storage.atomically(async (tx) => {
+          for (let i = start; i < Math.min(to, start + batch); i++) {
+            await tx.tasks.create(scaleTask(i, l), ownerOfGroup(groupOf(i)), { acceptedOutputModes: ["text/plain", "application/json"], sessionId: `ses_scale${hex12(groupOf(i))}` });
+          }
+        });
+        break;
+      } catch (err) {
+        if (attempt >= 20 || !/40P01/.test((err as Error).message)) throw err;
       }
-    });
+    }
   }
 }
 
