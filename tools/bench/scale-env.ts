@@ -3,11 +3,10 @@
 // cluster however the run ends.
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnListening, stopProcess } from "./listening.js";
-import { stopPostgresSync } from "./tasks-postgres.js";
+import { benchRun } from "./run-guard.js";
 
 export const benchRoot = path.resolve(import.meta.dirname, "../..");
 /** The repository under test (its dist/ and bin/). */
@@ -34,27 +33,11 @@ export const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString("hex")}`;
 export const OWNER_TOKEN = `bench-owner-${randomBytes(12).toString("hex")}`;
 export const t0 = Date.now();
 
-const children = new Set<ChildProcess>();
-export const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bench-scale-"));
-
-export function cleanupSync(): void {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  fs.rmSync(tmp, { recursive: true, force: true });
-  stopPostgresSync();
-}
-
-const deadline = setTimeout(() => {
-  process.stderr.write(`bench:scale exceeded ${DEADLINE_MS / 1000} s; stopping\n`);
-  cleanupSync();
-  process.exit(1);
-}, DEADLINE_MS);
-export const finish = (): void => clearTimeout(deadline);
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    cleanupSync();
-    process.exit(130);
-  });
-}
+const run = benchRun("bench:scale", DEADLINE_MS);
+const children = run.children;
+export const tmp = run.tmp;
+export const cleanupSync = run.cleanupSync;
+export const finish = run.finish;
 
 const load = (): string => os.loadavg().map((x) => x.toFixed(2)).join(" ");
 export const progress = (line: string): void => void process.stderr.write(`  [${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}   (load ${load()})\n`);

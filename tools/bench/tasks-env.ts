@@ -3,11 +3,10 @@
 // process and the throwaway PostgreSQL cluster however the run ends.
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnListening, stopProcess } from "./listening.js";
-import { stopPostgresSync } from "./tasks-postgres.js";
+import { benchRun } from "./run-guard.js";
 
 export const root = path.resolve(import.meta.dirname, "../..");
 const num = (name: string, def: number): number => {
@@ -34,28 +33,11 @@ export const loadAtStart = os.loadavg()[0]!;
 // ---------------------------------------------------------------------------------------------------------------
 // Processes and the deadline
 
-const children = new Set<ChildProcess>();
-export const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bench-tasks-"));
-
-export function cleanupSync(): void {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  fs.rmSync(tmp, { recursive: true, force: true });
-  stopPostgresSync();
-}
-
-const deadline = setTimeout(() => {
-  process.stderr.write(`bench:tasks exceeded ${DEADLINE_MS / 1000} s; stopping\n`);
-  cleanupSync();
-  process.exit(1);
-}, DEADLINE_MS);
-/** The run is over: no deadline any more. */
-export const finish = (): void => clearTimeout(deadline);
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    cleanupSync();
-    process.exit(130);
-  });
-}
+const run = benchRun("bench:tasks", DEADLINE_MS);
+const children = run.children;
+export const tmp = run.tmp;
+export const cleanupSync = run.cleanupSync;
+export const finish = run.finish;
 
 export const progress = (line: string): void => void process.stderr.write(`  [${((Date.now() - t0) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
 
