@@ -254,12 +254,15 @@ describe("every listing and sweep query reads an index in list order", () => {
   });
 });
 
+/** The reader pool of a SQLite file store (private to the store). */
+const readersOf = (storage: Storage): SqliteReaders => (storage.tasks as unknown as { shared: { reads: { readers: SqliteReaders } } }).shared.reads.readers;
+
 describe("reader threads", () => {
   it("give the same pages and totals as the gateway's own connection, and start only when used", async () => {
     const file = freshFile();
     const threaded = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2 });
     try {
-      const readers = (threaded.tasks as unknown as { shared: { reads: { readers: SqliteReaders } } }).shared.reads.readers;
+      const readers = readersOf(threaded);
       expect(readers.threads).toBe(0);
       await churn(threaded, async (statement) => void threaded.database!.db.exec(statement));
       const own = new Kysely<SqlSchema>({ dialect: sqliteDialect(threaded.database!) });
@@ -285,7 +288,7 @@ describe("reader threads", () => {
     // A gateway starts one at open (warmReaders), so its first listing does not wait for a thread to boot.
     const warmed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2, warmReaders: true });
     try {
-      const readers = (warmed.tasks as unknown as { shared: { reads: { readers: SqliteReaders } } }).shared.reads.readers;
+      const readers = readersOf(warmed);
       expect(readers.threads).toBe(1);
       expect((await warmed.tasks.list("alice", { contextId: "ctx-z" })).total).toBe(1);
       expect(readers.threads).toBe(1);
@@ -320,7 +323,7 @@ describe("reader threads", () => {
   it("fail as TASK_STORE_UNAVAILABLE, refuse writes, replace a dead thread, and fail what waits at close", async () => {
     const file = freshFile();
     const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 1 });
-    const readers = (storage.tasks as unknown as { shared: { reads: { readers: SqliteReaders } } }).shared.reads.readers;
+    const readers = readersOf(storage);
     try {
       await storage.tasks.create(makeTask("t1", "ctx-a", "working", at(1)), "alice");
       await expect(readers.run([CompiledQuery.raw("DELETE FROM a2a_tasks")])).rejects.toMatchObject({ code: "A2A_NOT_A_READ" });
