@@ -34,7 +34,7 @@ npm pack --pack-destination "$work" --loglevel=error >"$work/pack.log"
 tarball="$(ls "$work"/opencode-a2a-*.tgz)"
 tar -tzf "$tarball" | sed 's|^package/||' | sort >"$work/contents"
 echo "$(basename "$tarball"): $(wc -l <"$work/contents") files, $(du -h "$tarball" | cut -f1)"
-for required in package.json README.md bin/opencode-a2a.js bin/opencode-a2a-guardian.mjs dist/src/main.js \
+for required in package.json README.md bin/opencode-a2a.js bin/opencode-a2a-guardian.mjs dist/src/main.js dist/bundle/main.js \
   generated/contract/catalog.json generated/openapi/openapi.json generated/openapi/openapi.yaml; do
   grep -qx "$required" "$work/contents" || { echo "missing from the tarball: $required" >&2; exit 1; }
 done

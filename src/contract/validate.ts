@@ -97,8 +97,8 @@ function verdictOf(mod: { Check(value: unknown): boolean }, id: string, value: u
 
 /**
  * The verdict for `value` against the schema `id`: at once (no promise) when its validator is loaded, which
- * preloadValidators does at start-up for every params and body schema, so the request path does not wait on
- * promises; otherwise once the validator is loaded.
+ * preloadValidators starts at start-up, in the background, for every params and body schema, so the request path
+ * does not wait on promises once it is done; otherwise once the validator is loaded.
  */
 export function validate(id: string, value: unknown): ValidationResult | Promise<ValidationResult> {
   const mod = loaded.get(id);

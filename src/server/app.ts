@@ -322,10 +322,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ...(push === undefined ? {} : { push }),
     ...(extensions === undefined ? {} : { extensions }),
   });
-  await preloadValidators([
-    ...catalog.methods.map((m) => m.params_schema),
-    ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : [])),
-  ]);
+  // Request validators load once the gateway serves (~100 ms); a call arriving first waits for its own (contract/validate.ts).
+  const validators = [...catalog.methods.map((m) => m.params_schema), ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : []))];
+  setImmediate(() => void preloadValidators(validators).catch((err: unknown) => log.error({ err: String(err) }, "loading the request validators failed")));
 
   // The audit log lives in the task store; contract-only setups (no upstream, no store) keep it in a private
   // in-memory store (the memory backend: SQLite in memory), bounded to DEFAULT_MEMORY_AUDIT_ENTRIES, closed with the gateway.
