@@ -8,7 +8,8 @@ import path from "node:path";
 import { startStubUpstream } from "../upstream/stub.js";
 import { BARE_SERVER, startToCard } from "./startup-probe.js";
 
-const root = path.resolve(import.meta.dirname, "../..");
+// BENCH_ROOT: the checkout (or installed package) whose bin/opencode-a2a.js is started; default this one.
+const root = process.env.BENCH_ROOT ?? path.resolve(import.meta.dirname, "../..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 
 function median(xs: number[]): number {
