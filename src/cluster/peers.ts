@@ -56,7 +56,8 @@ export class Peers {
   readonly #streams = new Map<string, OpenStream>();
   /** Streams this instance serves to others, by id. */
   readonly #serving = new Map<string, { source: StreamSource; to: string }>();
-  /** Streams whose reader went away before this side served them. */
+  /** Streams whose handler is still opening them, and those of them whose reader already went away. */
+  readonly #opening = new Set<string>();
   readonly #closedEarly = new Set<string>();
   readonly #handlers = new Map<string, CallHandler>();
   readonly #streamHandlers = new Map<string, StreamHandler>();
@@ -176,7 +177,8 @@ export class Peers {
       }
       case "close": {
         const serving = this.#serving.get(message.id);
-        if (serving === undefined) this.#closedEarly.add(message.id);
+        // A close for a stream that already ended (or was never asked for here) leaves nothing behind.
+        if (serving === undefined && this.#opening.has(message.id)) this.#closedEarly.add(message.id);
         serving?.source.close();
         this.#serving.delete(message.id);
         return;
@@ -199,14 +201,18 @@ export class Peers {
   async #serve(message: Extract<Message, { k: "req" }>): Promise<void> {
     const { id, from } = message;
     let source: StreamSource;
+    this.#opening.add(id);
     try {
       const handler = this.#streamHandlers.get(message.op);
       if (handler === undefined) throw new A2AError("INTERNAL_ERROR", `This gateway does not serve ${message.op}`);
       source = await handler(message.body as never, from);
     } catch (error) {
+      this.#opening.delete(id);
+      this.#closedEarly.delete(id);
       await this.send(from, { k: "res", id, ok: false, error: errorToWire(error) } satisfies Message).catch(() => undefined);
       return;
     }
+    this.#opening.delete(id);
     if (this.#closedEarly.delete(id)) {
       source.close();
       return;

@@ -154,6 +154,35 @@ describe.skipIf(postgresUrl === undefined)("the gateways' bus and leases on Post
     expect(sent).toEqual([{ k: "close", id: "gone-stream" }]);
   });
 
+  it("a close while the stream is opening closes its source at once; a close after its end leaves nothing that closes a later stream", async () => {
+    const sent: { k: string; id: string; ok?: boolean }[] = [];
+    const b = new Peers("close-b", async (_to, m) => void sent.push(m as (typeof sent)[number]));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const closedSources: string[] = [];
+    b.handleStream("s", async (body: { name: string; wait: boolean }) => {
+      if (body.wait) await gate;
+      const q = new BoundedQueue<number, Error>(10, () => new Error("overflow"));
+      q.push(1);
+      q.end();
+      return { events: q, close: () => void closedSources.push(body.name) };
+    });
+    // The reader goes away while the handler opens the stream: the source is closed at once, nothing is sent.
+    await b.receive({ k: "req", id: "early", from: "close-a", op: "s", body: { name: "early", wait: true }, stream: true });
+    await b.receive({ k: "close", id: "early" });
+    release();
+    await until("the early stream's source to close", () => (closedSources.includes("early") ? true : undefined));
+    expect(sent.filter((m) => m.id === "early")).toEqual([]);
+    // A stream served to its end, then a late close for it: the same id served again is served in full.
+    await b.receive({ k: "req", id: "done", from: "close-a", op: "s", body: { name: "done-1", wait: false }, stream: true });
+    await until("the first stream to end", () => (sent.some((m) => m.id === "done" && m.k === "end") ? true : undefined));
+    await b.receive({ k: "close", id: "done" });
+    sent.length = 0;
+    await b.receive({ k: "req", id: "done", from: "close-a", op: "s", body: { name: "done-2", wait: false }, stream: true });
+    await until("the second stream to end", () => (sent.some((m) => m.k === "end") ? true : undefined));
+    expect(sent.map((m) => m.k)).toEqual(["res", "ev", "end"]);
+  });
+
   it("leases: an instance is alive while it renews; stopped, it is gone; expired, it is not alive", async () => {
     let now = 1_000_000;
     const ticks: string[][] = [];
