@@ -103,11 +103,19 @@ export function rss(pid: number | undefined): Rss {
 export const rssText = (r: Rss): string => `VmRSS ${r.vmRss.toFixed(0)} MB (RssAnon ${r.anon.toFixed(0)} + RssShmem ${r.shmem.toFixed(0)} + RssFile ${r.file.toFixed(0)})`;
 
 /** prom-client's event loop lag gauges (seconds → ms) from /metrics; undefined when absent. */
-export async function loopLag(t: Target, token: string): Promise<{ max: number; p99: number } | undefined> {
+export async function loopLag(t: Target, token: string): Promise<{ max: number; p99: number; heapMb: number; heapUsedMb: number; externalMb: number } | undefined> {
   const res = await request(t, "GET", "/metrics", { authorization: `Bearer ${token}` });
   if (res.status !== 200) return undefined;
-  const gauge = (name: string): number => Number(new RegExp(`^${name} ([0-9.eE+-]+)`, "m").exec(res.text)?.[1] ?? NaN) * 1000;
-  const out = { max: gauge("nodejs_eventloop_lag_max_seconds"), p99: gauge("nodejs_eventloop_lag_p99_seconds") };
+  const gauge = (name: string): number => Number(new RegExp(`^${name} ([0-9.eE+-]+)`, "m").exec(res.text)?.[1] ?? NaN);
+  const mb = (name: string): number => gauge(name) / 1048576;
+  // The main thread's V8 heap and external memory, to tell them from the rest of the RSS (reader threads, SQLite).
+  const out = {
+    max: gauge("nodejs_eventloop_lag_max_seconds") * 1000,
+    p99: gauge("nodejs_eventloop_lag_p99_seconds") * 1000,
+    heapMb: mb("nodejs_heap_size_total_bytes"),
+    heapUsedMb: mb("nodejs_heap_size_used_bytes"),
+    externalMb: mb("nodejs_external_memory_bytes"),
+  };
   return Number.isNaN(out.max) ? undefined : out;
 }
 

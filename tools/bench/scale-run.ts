@@ -18,7 +18,7 @@ export interface ScaleResult {
   listingsDuringStall: number;
   /** Failed requests during the stall window: the probe's (retried) and the listing workers' (skipped). */
   failures: { probe: number; listings: number; idleProbe: number };
-  lag?: { max: number; p99: number };
+  lag?: Awaited<ReturnType<typeof loopLag>>;
   rssStart: Rss;
   rssLoaded: Rss;
   load: { start: string; end: string };
@@ -183,7 +183,8 @@ export function report(r: ScaleResult): string[] {
     `   stall probe (GET agent card every ${PROBE_MS} ms on its own connection): idle p50 ${f(r.idle.p50)} / p99 ${f(r.idle.p99)} / max ${f(r.idle.max)} ms (${r.idle.n}); ` +
       `during ${n(r.listingsDuringStall)} admin listings by ${STALL_WORKERS} workers (failed: ${r.failures.listings} listings, ${r.failures.probe} probe requests, retried; idle: ${r.failures.idleProbe}) p50 ${f(r.loaded.p50)} / p99 ${f(r.loaded.p99)} / max ${f(r.loaded.max)} ms (${r.loaded.n})` +
       `${r.lag === undefined ? "; /metrics has no event loop lag gauges" : `; /metrics nodejs_eventloop_lag_max ${f(r.lag.max)} ms, p99 ${f(r.lag.p99)} ms`}`,
-    `   RSS after start: ${rssText(r.rssStart)}; after the load: ${rssText(r.rssLoaded)}`,
+    `   RSS after start: ${rssText(r.rssStart)}; after the load: ${rssText(r.rssLoaded)}` +
+      (r.lag === undefined ? "" : `; main thread V8 heap ${f(r.lag.heapMb)} MB (used ${f(r.lag.heapUsedMb)}), external ${f(r.lag.externalMb)} MB`),
   );
   const worst = (who: "owner" | "admin"): { p99: number; text: string } => {
     const vs = r.variants.filter((v) => v.who === who && v.skipped === undefined);
