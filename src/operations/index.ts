@@ -90,6 +90,16 @@ export function buildMethodRegistry(catalog: Catalog, deps: OperationDeps): Map<
   return registry;
 }
 
+/** Every method of `registry` waits for `pending()` (when it gives a promise) before it runs: the restart sweep. */
+export function gateMethods(registry: Map<string, MethodHandler>, pending: () => Promise<void> | undefined): void {
+  for (const [name, handler] of registry) {
+    registry.set(name, (params, call) => {
+      const wait = pending();
+      return wait === undefined ? handler(params, call) : wait.then(() => handler(params, call));
+    });
+  }
+}
+
 /** The JSON-RPC method of `line` that implements a logical operation (REST routes dispatch through it). */
 export function methodForOperation(catalog: Catalog, line: ProtocolLine, operation: string): MethodEntry | undefined {
   return catalog.methods.find((m) => m.line === line && m.operation === operation);

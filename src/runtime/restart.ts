@@ -36,6 +36,35 @@ export async function failOrphans(store: TaskStore, save: (task: Task) => Promis
   return failed;
 }
 
+/**
+ * The restart sweep in the background: the first call of the returned `sweep` (the cluster's start) starts `fail` and
+ * returns at once, so the gateway serves its card, health and docs without waiting for it; `pending()` is that
+ * sweep's promise until it ends (the method registry holds calls until then, see gateMethods), then undefined. A
+ * failed first sweep is logged and releases the calls (on PostgreSQL the next lease renewal sweeps again). Later
+ * calls (lease renewals) run after the first one and are awaited.
+ */
+export function sweepInBackground(fail: (scope?: OrphanScope) => Promise<number>, log: Pick<Logger, "error">): { sweep: (scope?: OrphanScope) => Promise<void>; pending: () => Promise<void> | undefined } {
+  let first: Promise<void> | undefined;
+  let done = false;
+  return {
+    sweep: async (scope) => {
+      if (first === undefined) {
+        first = fail(scope).then(
+          () => void (done = true),
+          (error: unknown) => {
+            done = true;
+            log.error({ err: error instanceof Error ? error.message : String(error) }, "the restart sweep failed; tasks left running by a previous process stay as they are");
+          },
+        );
+        return;
+      }
+      await first;
+      await fail(scope);
+    },
+    pending: () => (done ? undefined : first),
+  };
+}
+
 /** Every unfinished turn in progress upstream is lost (`lose`); returns how many. */
 export function loseTurns(tasks: Iterable<LiveTask>, lose: (live: LiveTask) => void): number {
   let lost = 0;

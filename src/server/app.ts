@@ -13,7 +13,7 @@ import { AccessLimits } from "../auth/limits.js";
 import { PostgresLimiter } from "../auth/limits-postgres.js";
 import { AddressGuard } from "../auth/address-guard.js";
 import type { DeploymentFacts } from "../discovery/facts.js";
-import { buildMethodRegistry, type MethodHandler } from "../operations/index.js";
+import { buildMethodRegistry, gateMethods, type MethodHandler } from "../operations/index.js";
 import type { PushService } from "../push/service.js";
 import { pushService } from "./push-wiring.js";
 import { Discovery } from "./discovery.js";
@@ -24,6 +24,7 @@ import type { Upstream } from "../upstream/index.js";
 import { SessionResolver } from "../bridge/sessions.js";
 import { Metrics } from "../observability/metrics.js";
 import { TaskRuntime } from "../runtime/tasks.js";
+import { sweepInBackground } from "../runtime/restart.js";
 import { extensionHandlers } from "../extensions/index.js";
 import { GovernanceTrail, GovernorService, openGovernancePolicies, type GovernancePolicySet } from "../governance/index.js";
 import { InterruptRegistry } from "../extensions/interrupt-registry.js";
@@ -176,6 +177,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   let push: PushService | undefined;
   let sessions: SessionResolver | undefined;
   let interrupts: InterruptRegistry | undefined;
+  let restartSweep: ReturnType<typeof sweepInBackground> | undefined;
   const routing = { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride };
   let storage = deps.storage;
   const ownsStorage = storage === undefined && deps.upstream !== undefined;
@@ -267,10 +269,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
       if (tasksOf.active === 0) return;
       tasksOf.upstreamLost(`the OpenCode process exited (${signal ?? `code ${String(code)}`}) while the turn ran`);
     });
-    // Tasks a previous process (or a gateway whose lease ran out) left running are failed (and their push configs
-    // told), then delivery starts. On PostgreSQL the sweep runs again at every lease renewal.
-    const sweeping = runtime;
-    await cluster.start(async (alive) => void (await sweeping.failOrphans(alive)));
+    // Tasks a previous process (or a dead gateway) left running fail, in the background; methods wait (gateMethods).
+    restartSweep = sweepInBackground((alive) => tasks().failOrphans(alive), log.child({ component: "tasks" }));
+    await cluster.start(restartSweep.sweep);
     push?.start();
   }
   // Messages between OpenCode sessions (seed 002): the opencode.messages.* methods and the MCP messaging tools.
@@ -322,6 +323,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ...(push === undefined ? {} : { push }),
     ...(extensions === undefined ? {} : { extensions }),
   });
+  if (restartSweep !== undefined) gateMethods(registry, restartSweep.pending);
   // Request validators load once the gateway serves (~100 ms); a call arriving first waits for its own (contract/validate.ts).
   const validators = [...catalog.methods.map((m) => m.params_schema), ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : []))];
   setImmediate(() => void preloadValidators(validators).catch((err: unknown) => log.error({ err: String(err) }, "loading the request validators failed")));

@@ -1,0 +1,70 @@
+// The restart sweep runs in the background (src/runtime/restart.ts sweepInBackground) and every method waits for it
+// (src/operations/index.ts gateMethods): the gateway answers its card at once, and no call sees a task a previous
+// process left running.
+import { describe, expect, it } from "vitest";
+import { gateMethods, type MethodHandler } from "../../src/operations/index.js";
+import { sweepInBackground } from "../../src/runtime/restart.js";
+import type { Call } from "../../src/operations/call.js";
+
+function deferred(): { promise: Promise<number>; resolve: (n: number) => void; reject: (e: Error) => void } {
+  let resolve!: (n: number) => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<number>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+const flush = () => new Promise((r) => setImmediate(r));
+
+describe("the restart sweep in the background", () => {
+  it("returns at once, holds every method until it ends, then lets calls through directly; later sweeps are awaited after it", async () => {
+    const runs: { scope: unknown; done: ReturnType<typeof deferred> }[] = [];
+    const errors: unknown[] = [];
+    const { sweep, pending } = sweepInBackground(
+      (scope) => {
+        const done = deferred();
+        runs.push({ scope, done });
+        return done.promise;
+      },
+      { error: (obj: unknown) => void errors.push(obj) },
+    );
+    expect(pending()).toBeUndefined();
+    await sweep({ stale: "me" }); // the cluster's start: returns while the sweep runs
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.scope).toEqual({ stale: "me" });
+
+    const seen: string[] = [];
+    const registry = new Map<string, MethodHandler>([["GetTask", async (params) => void seen.push(String(params.id))]]);
+    gateMethods(registry, pending);
+    const held = registry.get("GetTask")!({ id: "t1" }, {} as Call);
+    // A lease renewal during the first sweep waits for it.
+    const renewal = sweep({});
+    await flush();
+    expect(seen).toEqual([]);
+    expect(runs).toHaveLength(1);
+
+    runs[0]!.done.resolve(3);
+    await held;
+    expect(seen).toEqual(["t1"]);
+    expect(pending()).toBeUndefined();
+    await flush();
+    expect(runs).toHaveLength(2);
+    runs[1]!.done.resolve(0);
+    await renewal;
+    await registry.get("GetTask")!({ id: "t2" }, {} as Call);
+    expect(seen).toEqual(["t1", "t2"]);
+    expect(errors).toEqual([]);
+  });
+
+  it("a failed first sweep is logged and releases the held calls", async () => {
+    const errors: { err: string }[] = [];
+    const done = deferred();
+    const { sweep, pending } = sweepInBackground(() => done.promise, { error: (obj: { err: string }) => void errors.push(obj) });
+    await sweep(undefined);
+    const registry = new Map<string, MethodHandler>([["ListTasks", async () => "page"]]);
+    gateMethods(registry, pending);
+    const held = registry.get("ListTasks")!({}, {} as Call);
+    done.reject(new Error("disk full"));
+    await expect(held).resolves.toBe("page");
+    expect(errors).toEqual([{ err: "disk full" }]);
+    expect(pending()).toBeUndefined();
+  });
+});
