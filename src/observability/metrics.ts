@@ -17,8 +17,8 @@ export class Metrics {
     buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
     registers: [this.registry],
   });
-  readonly streamRequests = new Counter({ name: "a2a_stream_requests_total", help: "Streams opened (message/stream, SendStreamingMessage, subscribe)", registers: [this.registry] });
-  readonly streamActive = new Gauge({ name: "a2a_stream_active", help: "Streams open now", registers: [this.registry] });
+  readonly streamRequests = new Counter({ name: "a2a_stream_requests_total", help: "Streams opened (message/stream, SendStreamingMessage, subscribe); one forwarded to the gateway running its task is counted there", registers: [this.registry] });
+  readonly streamActive = new Gauge({ name: "a2a_stream_active", help: "Streams open now (a forwarded one on the gateway running its task)", registers: [this.registry] });
   readonly toolCallChunks = new Counter({ name: "tool_call_chunks_emitted_total", help: "tool_call blocks emitted", registers: [this.registry] });
   readonly interruptRequests = new Counter({ name: "interrupt_requests_total", help: "Interrupts (permission/question) asked", labelNames: ["type"] as const, registers: [this.registry] });
   readonly interruptResolved = new Counter({ name: "interrupt_resolved_total", help: "Interrupts resolved", labelNames: ["type"] as const, registers: [this.registry] });

@@ -54,17 +54,21 @@ export interface StreamHandle {
   close(): void;
 }
 
-/** The handle of a stream that opens now: counted in the stream metrics until the client goes away. */
-export function streamHandle(events: EventQueue, metrics: Pick<Metrics, "streamRequests" | "streamActive">): StreamHandle {
-  metrics.streamRequests.inc();
-  metrics.streamActive.inc();
+/**
+ * The handle of a stream that opens now: counted in `metrics` until the client goes away. A stream forwarded to the
+ * gateway running the task is counted there only (`metrics` undefined on the forwarding side), so a cluster's sum
+ * counts each stream once.
+ */
+export function streamHandle(events: EventQueue, metrics?: Pick<Metrics, "streamRequests" | "streamActive">): StreamHandle {
+  metrics?.streamRequests.inc();
+  metrics?.streamActive.inc();
   let closed = false;
   return {
     events,
     close: () => {
       if (closed) return;
       closed = true;
-      metrics.streamActive.dec();
+      metrics?.streamActive.dec();
       void events.return();
     },
   };

@@ -5,7 +5,6 @@
 import type { Principal } from "../auth/index.js";
 import { principalFromWire, principalToWire, type Cluster, type Peers, type WirePrincipal } from "../cluster/index.js";
 import { A2AError } from "../contract/errors.js";
-import type { Metrics } from "../observability/metrics.js";
 import { INTERRUPTED_STATES, isTerminal, type SendParams, type StreamEvent, type Task } from "../protocol/model.js";
 import type { TaskStore } from "../storage/tasks.js";
 import { TraceContext } from "../tracing/index.js";
@@ -66,7 +65,6 @@ export class RemoteTasks {
     private readonly cluster: Cluster,
     private readonly peers: Peers,
     private readonly store: TaskStore,
-    private readonly metrics: Pick<Metrics, "streamRequests" | "streamActive">,
     private readonly cancelTimeoutMs: number,
     private readonly isLive: (taskId: string) => boolean,
   ) {}
@@ -75,11 +73,11 @@ export class RemoteTasks {
    * The forwarding of `runtime`, which also serves the other instances' ops (serveTasks); undefined when the gateway
    * is alone (no PostgreSQL). `isLive`: whether a task's turn runs here.
    */
-  static serving(opts: Pick<RuntimeOptions, "cluster" | "store" | "metrics" | "cancelAbortTimeoutMs">, runtime: ServedRuntime, isLive: (taskId: string) => boolean): RemoteTasks | undefined {
+  static serving(opts: Pick<RuntimeOptions, "cluster" | "store" | "cancelAbortTimeoutMs">, runtime: ServedRuntime, isLive: (taskId: string) => boolean): RemoteTasks | undefined {
     const cluster = opts.cluster;
     if (cluster?.peers === undefined) return undefined;
     serveTasks(cluster.peers, runtime);
-    return new RemoteTasks(cluster, cluster.peers, opts.store, opts.metrics, opts.cancelAbortTimeoutMs + 5_000, isLive);
+    return new RemoteTasks(cluster, cluster.peers, opts.store, opts.cancelAbortTimeoutMs + 5_000, isLive);
   }
 
   /**
@@ -110,7 +108,7 @@ export class RemoteTasks {
 
   async stream(peer: string, principal: Principal, params: SendParams, configure: Configure | undefined, trace: TraceContext | undefined): Promise<StreamHandle> {
     await this.#configure(params, configure);
-    return streamHandle(await this.#open(peer, OP.stream, { principal: principalToWire(principal), params, trace: traceToWire(trace) } satisfies AskedSend), this.metrics);
+    return streamHandle(await this.#open(peer, OP.stream, { principal: principalToWire(principal), params, trace: traceToWire(trace) } satisfies AskedSend));
   }
 
   async #configure(params: SendParams, configure: Configure | undefined): Promise<void> {
@@ -120,7 +118,7 @@ export class RemoteTasks {
   }
 
   async subscribe(peer: string, principal: Principal, taskId: string, line: "0.3" | "1.0"): Promise<StreamHandle> {
-    return streamHandle(await this.#open(peer, OP.subscribe, { principal: principalToWire(principal), taskId, line }), this.metrics);
+    return streamHandle(await this.#open(peer, OP.subscribe, { principal: principalToWire(principal), taskId, line }));
   }
 
   /** Canceled there; undefined when that instance is gone (its turn with it: the caller cancels the record). */

@@ -51,6 +51,17 @@ function assembled(frames: any[]): string {
   return out;
 }
 
+/** a2a_stream_requests_total and a2a_stream_active, summed over both gateways. */
+async function streamMetrics(): Promise<{ requests: number; active: number }> {
+  const out = { requests: 0, active: 0 };
+  for (const g of [a, b]) {
+    const text = (await call(g.url, "/metrics")).text;
+    out.requests += Number(/^a2a_stream_requests_total (\d+)/m.exec(text)?.[1] ?? NaN);
+    out.active += Number(/^a2a_stream_active (\d+)/m.exec(text)?.[1] ?? NaN);
+  }
+  return out;
+}
+
 const promptsSent = (): number => stub.requests.filter((r) => r.method === "POST" && r.path.endsWith("/prompt_async")).length;
 
 describe.skipIf(postgresUrl === undefined)("two gateways on one PostgreSQL database", () => {
@@ -74,6 +85,7 @@ describe.skipIf(postgresUrl === undefined)("two gateways on one PostgreSQL datab
     const before = promptsSent();
     const task = await sendTask(a.url, M10, sendParams(M10, userMessage(M10, "count slowly"), { blocking: false }));
     await until("the turn to reach OpenCode", () => promptsSent() > before);
+    const streamsBefore = await streamMetrics();
     const stream = await openSubscribe(b.url, M10, task.id);
     expect(stream.status).toBe(200);
     const frames = await stream.rest(15_000);
@@ -83,6 +95,10 @@ describe.skipIf(postgresUrl === undefined)("two gateways on one PostgreSQL datab
     expect(assembled(frames)).toBe("one two three four");
     const stored = await getTask(b.url, M10, task.id);
     expect(textOf(stored.artifacts.find((x: any) => x.artifactId.endsWith(":text")).parts)).toBe("one two three four");
+    // The stream is counted once over both gateways (by A, which runs the task), and is no longer open anywhere.
+    const opened = await streamMetrics();
+    expect(opened.requests - streamsBefore.requests).toBe(1);
+    await until("no stream to be open", async () => ((await streamMetrics()).active === 0 ? true : undefined));
   });
 
   it("message/stream on B continuing A's task (the answer to its question) streams the continued turn from A", async () => {
