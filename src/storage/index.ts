@@ -12,6 +12,7 @@ import { sqliteDialect } from "./sql/sqlite-dialect.js";
 import { SqliteReaders } from "./sql/readers.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { storeCall } from "./sql/rows.js";
+import { runsDirectly } from "./sql/prepared.js";
 import type { StoreTx } from "./tx.js";
 import { SqlInterruptStore, type InterruptStore } from "./interrupts.js";
 import { SqlPushConfigStore, type PushConfigStore } from "./push-configs.js";
@@ -104,7 +105,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   try {
     // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
     // listings through the reader threads.
-    const sql = new Kysely<SqlSchema>({ dialect: sqliteDialect(db) });
+    const dialect = sqliteDialect(db);
+    const sql = new Kysely<SqlSchema>({ dialect });
+    runsDirectly(sql, dialect.runNow); // prepared queries (GetTask's reads, audit inserts) skip Kysely's executor when the connection is free
     const tasks = await SqlTaskStore.open(sql, {
       changeCounter: () => db.statement("PRAGMA data_version").pluck().get() as number,
       ...(options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
