@@ -45,7 +45,7 @@ export const ROUTE_QUERIES: Readonly<Record<string, QuerySchema>> = {
       },
       "trace_id": {
         "type": "string",
-        "description": "Only calls of requests in this W3C trace (the trace id of their `traceparent`, 32 lower-case hex digits)."
+        "description": "Only calls of requests in this W3C trace (the trace id of their `traceparent`, 32 lower-case hex digits). Without\n`task_id`, each page reads at most the 20,000 newest entries before its `page_token`: a page may hold fewer than\n`limit` entries and still carry `next_page_token`."
       },
       "outcome": {
         "type": "string",

@@ -2,7 +2,8 @@
 // method, about which task/context/session, the outcome (HTTP status, error reason) and the duration. Never a
 // secret, never a request or response body. Entries are read newest first with keyset pagination on the id; the
 // page token is opaque to clients (base64url of the last id returned). One Kysely implementation serves SQLite
-// (table a2a_audit_log, migration 3; trace_id: 6; peer: 10) and PostgreSQL (./sql/postgres-migrations.ts, version 7);
+// (table a2a_audit_log, migration 3; trace_id: 6; peer: 10; trace_id index dropped: 14) and PostgreSQL
+// (./sql/postgres-migrations.ts, version 7; trace_id index dropped: 13);
 // the memory backend is the same store on an in-memory SQLite database.
 import type { Insertable, Kysely, Selectable } from "kysely";
 import { invalidParams } from "../contract/errors.js";
@@ -205,6 +206,20 @@ function chunks<T>(rows: readonly T[]): T[][] {
 const EQUALS = ["principal", "credential_id", "method", "task_id", "session_id", "trace_id", "outcome"] as const;
 
 /**
+ * How many entries a listing filtered by trace_id reads per page at most. trace_id has no index (SQLite migration 14,
+ * PostgreSQL 13 dropped it: its keys are random, so each entry cost a write of a page of it, as much as the rest of
+ * the entry's write): a listing filtered by trace_id and not by task_id (whose index finds the task's entries) reads
+ * the newest AUDIT_TRACE_WINDOW entries before its page token. Its page may hold fewer than `limit` entries and still
+ * carry a next page token when older entries remain: the next page goes on below the entries this one read.
+ */
+export const AUDIT_TRACE_WINDOW = 20_000;
+
+export interface SqlAuditStoreOptions {
+  /** AUDIT_TRACE_WINDOW unless given (tests). */
+  traceWindow?: number;
+}
+
+/**
  * The audit store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. Ids come from the
  * database (SQLite AUTOINCREMENT, a PostgreSQL identity column): unique across every gateway on the database and
  * never reused, so a page token names the same place whatever is appended or pruned after it. Entries another
@@ -218,7 +233,27 @@ export class SqlAuditStore implements AuditStore {
    */
   readonly #inserts = new Map<number, PreparedQuery<string[], unknown>>();
 
-  constructor(private readonly db: Kysely<SqlSchema>) {}
+  readonly #traceWindow: number;
+
+  constructor(
+    private readonly db: Kysely<SqlSchema>,
+    options: SqlAuditStoreOptions = {},
+  ) {
+    this.#traceWindow = Math.max(1, Math.floor(options.traceWindow ?? AUDIT_TRACE_WINDOW));
+  }
+
+  /**
+   * The window of a trace_id listing (see AUDIT_TRACE_WINDOW): the lowest id it reads, and whether older entries
+   * remain below it; undefined when the listing is not windowed or the window reaches the oldest entry.
+   */
+  async #traceWindowEdge(filter: AuditFilter, before: number | undefined): Promise<{ low: bigint; more: boolean } | undefined> {
+    if (filter.trace_id === undefined || filter.task_id !== undefined) return undefined;
+    let edge = this.db.selectFrom("a2a_audit_log").select("id");
+    if (before !== undefined) edge = edge.where("id", "<", BigInt(before));
+    const ids = await edge.orderBy("id", "desc").limit(2).offset(this.#traceWindow - 1).execute();
+    if (ids.length === 0) return undefined;
+    return { low: BigInt(int(ids[0]!.id)), more: ids.length > 1 };
+  }
 
   #insert(db: Kysely<SqlSchema>, rows: Insertable<AuditLogTable>[]): Promise<unknown> {
     let prepared = this.#inserts.get(rows.length);
@@ -285,10 +320,14 @@ export class SqlAuditStore implements AuditStore {
       if (since !== undefined) query = query.where("at_ms", ">=", since);
       if (until !== undefined) query = query.where("at_ms", "<", until);
       if (before !== undefined) query = query.where("id", "<", BigInt(before));
+      const window = await this.#traceWindowEdge(filter, before);
+      if (window !== undefined) query = query.where("id", ">=", window.low);
       const rows = await query.orderBy("id", "desc").limit(max + 1).execute();
       const entries = rows.slice(0, max).map(fromRow);
       const last = entries[entries.length - 1];
-      return rows.length > max && last !== undefined ? { entries, next: encodeAuditPageToken(last.id) } : { entries };
+      if (rows.length > max && last !== undefined) return { entries, next: encodeAuditPageToken(last.id) };
+      // The window ended before the page filled: the next page reads the entries below it.
+      return window?.more === true ? { entries, next: encodeAuditPageToken(Number(window.low)) } : { entries };
     });
   }
 

@@ -66,6 +66,71 @@ export interface TrailOverview {
 type Int = bigint | number | string;
 type OverviewRow = { decisions: Int | null; last_decision: string | null; reviews: Int | null; last_review: string | null };
 
+/**
+ * The tasks a SQLite store knows to have no trail entry and no interrupt binding. presence() runs at every read of a
+ * task (GetTask) and nearly always finds neither (a statement of two index probes, ~10 µs); the answer is kept here,
+ * exactly, as the task read cache keeps tasks (./tasks-sql.ts): a trail entry or binding written through this store
+ * drops its task before it is written, and a read that overlapped such a write keeps nothing; another connection's
+ * commit (the change counter, PRAGMA data_version) drops them all, asked at most every `checkMs`. Deleting bindings
+ * only makes a task more absent. Not on PostgreSQL (other gateways write the same tables).
+ */
+export class AbsentGovernance {
+  readonly #absent = new Set<string>();
+  #writes = 0;
+  #version = -1;
+  #checkedAt = -Infinity;
+
+  constructor(
+    private readonly changeCounter: () => number,
+    private readonly size: number,
+    private readonly checkMs: number,
+  ) {}
+
+  /** True when `taskId` is known to have neither; false when unknown (or the change counter cannot be read). */
+  has(taskId: string): boolean {
+    const now = performance.now();
+    if (now - this.#checkedAt >= this.checkMs) {
+      let version: number;
+      try {
+        version = this.changeCounter();
+      } catch {
+        this.#absent.clear(); // the database is unusable: presence() reads it and fails as it should
+        this.#checkedAt = -Infinity;
+        return false;
+      }
+      this.#checkedAt = now;
+      if (version !== this.#version) {
+        this.#absent.clear();
+        this.#version = version;
+      }
+    }
+    return this.#absent.has(taskId);
+  }
+
+  /** A token of the writes so far, taken before a read: absent() keeps its answer only if none came between. */
+  reading(): number {
+    return this.#writes;
+  }
+
+  absent(taskId: string, token: number): void {
+    if (token !== this.#writes) return;
+    this.#absent.add(taskId);
+    if (this.#absent.size > this.size) this.#absent.delete(this.#absent.values().next().value!);
+  }
+
+  /** The database is closing: nothing more is answered from here. */
+  closing(): void {
+    this.#absent.clear();
+    this.#checkedAt = -Infinity;
+  }
+
+  /** A trail entry or an interrupt binding of `taskId` is about to be written. */
+  writing(taskId: string): void {
+    this.#writes++;
+    this.#absent.delete(taskId);
+  }
+}
+
 /** The governance store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
 export class SqlGovernanceStore implements GovernanceStore {
   // presence() and overview() run at every read of a task: compiled once (./sql/prepared.ts).
@@ -82,12 +147,20 @@ export class SqlGovernanceStore implements GovernanceStore {
     return db.selectNoFrom([count("decision").as("decisions"), last("decision").as("last_decision"), count("feedback").as("reviews"), last("feedback").as("last_review")]);
   });
 
-  constructor(private readonly db: Kysely<SqlSchema>) {}
+  constructor(
+    private readonly db: Kysely<SqlSchema>,
+    private readonly known?: AbsentGovernance,
+  ) {}
 
   presence(taskId: string): Promise<{ trail: boolean; bindings: boolean }> {
+    const known = this.known;
+    if (known?.has(taskId) === true) return Promise.resolve({ trail: false, bindings: false });
+    const token = known?.reading() ?? 0;
     return storeCall("governance.presence", async () => {
       const row = (await this.#presence.execute(this.db, taskId))[0]!;
-      return { trail: flag(row.trail), bindings: flag(row.bindings) };
+      const presence = { trail: flag(row.trail), bindings: flag(row.bindings) };
+      if (!presence.trail && !presence.bindings) known?.absent(taskId, token);
+      return presence;
     });
   }
 
@@ -104,6 +177,7 @@ export class SqlGovernanceStore implements GovernanceStore {
   }
 
   addDecision(taskId: string, owner: string, decision: TrailDecision): Promise<boolean> {
+    this.known?.writing(taskId);
     return storeCall("governance.addDecision", async () => {
       const result = await this.db
         .insertInto("a2a_governance_trail")
@@ -125,6 +199,7 @@ export class SqlGovernanceStore implements GovernanceStore {
   }
 
   addFeedback(taskId: string, owner: string, feedback: TrailFeedback): Promise<void> {
+    this.known?.writing(taskId);
     return storeCall("governance.addFeedback", async () => {
       await this.db
         .insertInto("a2a_governance_trail")

@@ -5,13 +5,14 @@
 // plus close(). Every store is written once with Kysely for both SQL dialects (./sql/).
 import { SqlAuditStore, type AuditStore } from "./audit.js";
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase, type StoreDatabase } from "./database.js";
-import { SqlGovernanceStore, type GovernanceStore } from "./governance.js";
+import { AbsentGovernance, SqlGovernanceStore, type GovernanceStore } from "./governance.js";
 import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
 import { SqliteReaders } from "./sql/readers.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { storeCall } from "./sql/rows.js";
+import { runsDirectly } from "./sql/prepared.js";
 import type { StoreTx } from "./tx.js";
 import { SqlInterruptStore, type InterruptStore } from "./interrupts.js";
 import { SqlPushConfigStore, type PushConfigStore } from "./push-configs.js";
@@ -19,8 +20,9 @@ import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
+import { DEFAULT_CHANGE_CHECK_MS } from "./tasks-sql.js";
 import type { Pool } from "pg";
-import { DEFAULT_TASK_STORE_DATABASE_URL, DEFAULT_TASK_STORE_READERS, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
+import { DEFAULT_TASK_CACHE_SIZE, DEFAULT_TASK_STORE_DATABASE_URL, DEFAULT_TASK_STORE_READERS, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
 
 /** What a store is opened as (A2A_TASK_STORE_BACKEND): the URL decides between SQLite and PostgreSQL. */
 export type StoreBackend = "sqlite" | "memory";
@@ -104,19 +106,26 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   try {
     // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
     // listings through the reader threads.
-    const sql = new Kysely<SqlSchema>({ dialect: sqliteDialect(db) });
+    const dialect = sqliteDialect(db);
+    const sql = new Kysely<SqlSchema>({ dialect });
+    runsDirectly(sql, dialect.runNow); // prepared queries (GetTask's reads, audit inserts) skip Kysely's executor when the connection is free
+    const changeCounter = (): number => db.statement("PRAGMA data_version").pluck().get() as number;
     const tasks = await SqlTaskStore.open(sql, {
-      changeCounter: () => db.statement("PRAGMA data_version").pluck().get() as number,
+      changeCounter,
       ...(options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
       ...(readers === undefined ? {} : { readers }),
     });
+    // Kept like the task read cache (same size, off with it).
+    const cacheSize = options.taskCacheSize ?? DEFAULT_TASK_CACHE_SIZE;
+    const absent = cacheSize > 0 ? new AbsentGovernance(changeCounter, cacheSize, DEFAULT_CHANGE_CHECK_MS) : undefined;
     return {
-      ...stores(sql, tasks, now),
+      ...stores(sql, tasks, now, absent),
       backend: options.backend === "memory" ? "memory" : "sqlite",
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       database: db,
       close: async () => {
         tasks.closing();
+        absent?.closing();
         if (readers === undefined || readers.threads === 0) {
           db.close();
           await readers?.close();
@@ -161,7 +170,12 @@ async function openPostgresStorage(url: string, now: Clock): Promise<Storage> {
 }
 
 /** Every store on one query builder, and the transaction that binds the task and push stores to one connection. */
-function stores(sql: Kysely<SqlSchema>, tasks: SqlTaskStore, now: Clock): Omit<Storage, "backend" | "description" | "database" | "postgres" | "close"> {
+function stores(
+  sql: Kysely<SqlSchema>,
+  tasks: SqlTaskStore,
+  now: Clock,
+  absent?: AbsentGovernance,
+): Omit<Storage, "backend" | "description" | "database" | "postgres" | "close"> {
   return {
     sql,
     tasks,
@@ -172,10 +186,10 @@ function stores(sql: Kysely<SqlSchema>, tasks: SqlTaskStore, now: Clock): Omit<S
       storeCall("atomically", () =>
         sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now), pushOutbox: new SqlPushOutboxStore(trx, now) })),
       ),
-    interrupts: new SqlInterruptStore(sql, now),
+    interrupts: new SqlInterruptStore(sql, now, absent),
     audit: new SqlAuditStore(sql),
     subtaskCalls: new SqlSubtaskCallStore(sql),
-    governance: new SqlGovernanceStore(sql),
+    governance: new SqlGovernanceStore(sql, absent),
     messages: new SqlMessageStore(sql),
   };
 }

@@ -6,6 +6,7 @@
 // PostgreSQL, which several gateways may share: every write decides in one statement on the current row, so two
 // instances never both create, or both remove, the same binding. The clock (epoch ms) is injectable.
 import type { Kysely, Selectable } from "kysely";
+import type { AbsentGovernance } from "./governance.js";
 import type { Clock } from "./sessions.js";
 import { int, storeCall } from "./sql/rows.js";
 import type { InterruptRequestsTable, SqlSchema } from "./sql/schema.js";
@@ -117,6 +118,8 @@ export class SqlInterruptStore implements InterruptStore {
   constructor(
     private readonly db: Kysely<SqlSchema>,
     private readonly now: Clock = Date.now,
+    /** The tasks known to have no binding (./governance.ts): told of every binding before it is written. */
+    private readonly known?: Pick<AbsentGovernance, "writing">,
   ) {}
 
   #rows() {
@@ -124,6 +127,7 @@ export class SqlInterruptStore implements InterruptStore {
   }
 
   add(interrupt: NewInterrupt, ttlSeconds: number, tombstoneTtlSeconds: number): Promise<boolean> {
+    this.known?.writing(interrupt.taskId);
     return storeCall("interrupts.add", async () => {
       const now = this.now();
       const { expiresAt, tombstoneExpiresAt } = expiry(now, ttlSeconds, tombstoneTtlSeconds);

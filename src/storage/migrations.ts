@@ -252,6 +252,14 @@ function v12(db: Database.Database): void {
   if (!exists) db.exec("ALTER TABLE a2a_tasks ADD COLUMN instance TEXT");
 }
 
+// The audit log's trace_id index goes. Its keys are random (W3C trace ids): every entry wrote a page of it at commit,
+// about as much as the rest of the entry's write (one random-keyed index doubled the log's cost per call). A listing
+// filtered by trace_id reads a bounded window of the newest entries per page instead (src/storage/audit.ts
+// AUDIT_TRACE_WINDOW); one filtered by task_id as well keeps the task_id index.
+const V14 = `
+DROP INDEX IF EXISTS a2a_audit_log_trace;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: "tasks, session bindings/owners/claims, push configs, store meta", up: (db) => db.exec(V1) },
   { version: 2, description: "interrupt request registry (bindings and tombstones)", up: (db) => db.exec(V2) },
@@ -266,6 +274,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, description: "messages between OpenCode sessions (seed 002)", up: (db) => db.exec(V11) },
   { version: 12, description: "tasks: the gateway instance running the turn", up: v12 },
   { version: 13, description: "task listings at any size: an index per listing order, counts kept by triggers", up: (db) => db.exec(SQLITE_TASK_LISTING) },
+  { version: 14, description: "audit log: no trace_id index (trace listings read a bounded window per page)", up: (db) => db.exec(V14) },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

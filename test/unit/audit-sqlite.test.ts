@@ -87,6 +87,23 @@ describe("audit log on SQLite", () => {
     }
   });
 
+  it("migration v14 drops the audit log's trace_id index, keeping its rows and the other indexes, idempotently", () => {
+    const raw = pinDatabase(new Database(":memory:"));
+    try {
+      expect(migrate(raw, MIGRATIONS.slice(0, 13)).to).toBe(13);
+      prepare(raw, "INSERT INTO a2a_audit_log (at_ms, transport, line, method, outcome, status, duration_ms, trace_id) VALUES (0, 'rest', '1.0', 'old', 'ok', 200, 1, 'abc')").run();
+      expect(migrate(raw, MIGRATIONS.slice(0, 14))).toEqual({ from: 13, to: 14, applied: [14] });
+      MIGRATIONS[13]!.up(raw); // applying it again (a racing process) is harmless
+      const indexes = prepare(raw, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'a2a_audit_log' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .pluck()
+        .all();
+      expect(indexes).toEqual(["a2a_audit_log_at", "a2a_audit_log_principal", "a2a_audit_log_task"]);
+      expect(prepare(raw, "SELECT method, trace_id FROM a2a_audit_log").all()).toEqual([{ method: "old", trace_id: "abc" }]);
+    } finally {
+      raw.close();
+    }
+  });
+
   it("a v2 database file opened by this build gains the audit log and keeps its data", async () => {
     const file = freshFile();
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });

@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Kysely } from "kysely";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { A2AError } from "../../src/contract/errors.js";
 import {
@@ -18,6 +19,7 @@ import {
   type NewAuditEntry,
 } from "../../src/storage/index.js";
 import { openPostgres } from "../../src/storage/sql/postgres.js";
+import type { SqlSchema } from "../../src/storage/sql/schema.js";
 import { freshDatabase, openTestPostgres, postgresUrl } from "../support/postgres.js";
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-audit-"));
@@ -68,6 +70,8 @@ async function listAll(audit: AuditStore, size: number, filter: Parameters<Audit
 
 interface Opened {
   audit: AuditStore;
+  /** The database under `audit` (another store on it: a small trace window). */
+  sql: Kysely<SqlSchema>;
   close(): Promise<void>;
   /** Makes every later call fail as the database would. */
   break(): Promise<void>;
@@ -78,14 +82,14 @@ const backends: { name: string; open: () => Promise<Opened> }[] = [
     name: "memory",
     open: async () => {
       const storage = await openStorage({ backend: "memory" });
-      return { audit: storage.audit, close: () => storage.close(), break: () => storage.close() };
+      return { audit: storage.audit, sql: storage.sql, close: () => storage.close(), break: () => storage.close() };
     },
   },
   {
     name: "sqlite",
     open: async () => {
       const storage = await openStorage({ backend: "sqlite", url: dbUrl(freshFile()) });
-      return { audit: storage.audit, close: () => storage.close(), break: () => storage.close() };
+      return { audit: storage.audit, sql: storage.sql, close: () => storage.close(), break: () => storage.close() };
     },
   },
 ];
@@ -95,6 +99,7 @@ if (postgresUrl !== undefined) {
     open: async () => {
       const pg = await openTestPostgres();      return {
         audit: new SqlAuditStore(pg.db),
+        sql: pg.db,
 
         close: pg.close,
 
@@ -131,6 +136,31 @@ describe.each(backends)("audit store ($name)", ({ open }) => {
     const none = (await audit.list({ method: "none" }, 10)).entries[0]!;
     expect(none).not.toHaveProperty("trace_id");
     expect(Object.keys((await audit.list({ method: "a" }, 10)).entries[0]!).at(-1)).toBe("trace_id");
+  });
+
+  it("a trace_id listing reads a bounded window per page: short pages carry a token while older entries remain, none is skipped", async () => {
+    const traceA = "4bf92f3577b34da6a3ce929d0e0e4736";
+    // 10 entries, oldest first; trace A on 1, 2, 6 and 9 (counting from 0)
+    await audit.append(Array.from({ length: 10 }, (_, i) => entry({ method: `m${i}`, ...([1, 2, 6, 9].includes(i) ? { trace_id: traceA } : { trace_id: "0af7651916cd43dd8448eb211c80319c" }), ...(i === 6 ? { task_id: "t6" } : {}) })));
+    const windowed = new SqlAuditStore(opened.sql, { traceWindow: 3 });
+    // window of 3: [m9 m8 m7] → m9, token; [m6 m5 m4] → m6, token; [m3 m2 m1] → m2 m1, token; [m0] → nothing, last page
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await windowed.list({ trace_id: traceA }, 10, cursor);
+      pages.push(page.entries.map((e) => e.method));
+      cursor = page.next;
+    } while (cursor !== undefined);
+    expect(pages).toEqual([["m9"], ["m6"], ["m2", "m1"], []]);
+    // a full page ends at its last entry as any page does
+    const first = await windowed.list({ trace_id: traceA }, 1, (await windowed.list({ trace_id: traceA }, 10)).next);
+    expect(first.entries.map((e) => e.method)).toEqual(["m6"]);
+    expect(first.next).toBeDefined();
+    // with task_id the task_id index finds the entries: no window
+    expect((await windowed.list({ trace_id: traceA, task_id: "t6" }, 10)).entries.map((e) => e.method)).toEqual(["m6"]);
+    // the default window holds them all: one page
+    expect(await audit.list({ trace_id: traceA }, 10)).toEqual({ entries: expect.any(Array) });
+    expect((await listAll(audit, 2, { trace_id: traceA })).map((e) => e.method)).toEqual(["m9", "m6", "m2", "m1"]);
   });
 
   it("appends entries and lists them newest first, in their wire shape", async () => {

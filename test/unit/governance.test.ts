@@ -114,6 +114,37 @@ describe.each(backends)("%s governance store", (_name, open) => {
   });
 });
 
+it("SQLite: a task known to have no trail and no binding is read once; a write through the store or another connection's commit is seen", async () => {
+  const file = fresh();
+  const s = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
+  const none = { trail: false, bindings: false };
+  try {
+    for (const t of ["t1", "t2", "t3"]) expect(await s.governance.presence(t)).toEqual(none);
+    // written through the store: seen at once, before and after the write settles
+    const adding = s.governance.addDecision("t1", "alice", decision("r1", "policy:a"));
+    expect(await s.governance.presence("t1")).toEqual({ trail: true, bindings: false });
+    await adding;
+    await s.governance.addFeedback("t2", "alice", feedback);
+    expect(await s.governance.presence("t2")).toEqual({ trail: true, bindings: false });
+    await s.interrupts.add({ requestId: "q", type: "permission", owner: "alice", sessionId: "s", taskId: "t3", contextId: "c", details: {}, routing: {} }, 10, 600);
+    expect(await s.governance.presence("t3")).toEqual({ trail: false, bindings: true });
+    // another connection's commit: seen within the change check interval
+    expect(await s.governance.presence("t4")).toEqual(none);
+    const { default: Database } = await import("better-sqlite3");
+    const { pinDatabase } = await import("../../src/storage/pin.js");
+    const other = pinDatabase(new Database(file));
+    other.exec("INSERT INTO a2a_governance_trail (task_id, owner, kind, request_id, source, entry_json, created_at) VALUES ('t4', 'alice', 'feedback', NULL, NULL, '{}', 0)");
+    other.close();
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await s.governance.presence("t4")).toEqual({ trail: true, bindings: false });
+    expect(await s.governance.presence("t5")).toEqual(none);
+  } finally {
+    await s.close();
+  }
+  // closed: a known task is not answered from memory
+  await expect(s.governance.presence("t5")).rejects.toMatchObject({ reason: "TASK_STORE_UNAVAILABLE" });
+});
+
 it("the SQLite trail survives a reopen", async () => {
   const file = fresh();
   const first = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });

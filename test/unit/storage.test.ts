@@ -64,6 +64,26 @@ describe("sqlite specifics", () => {
   const dbUrl = (file: string) => `sqlite:///${file}`;
   const mode = (p: string) => fs.statSync(p).mode & 0o777;
 
+  it("a prepared read outside a transaction open on the connection waits for its end (never sees its uncommitted rows)", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: dbUrl(path.join(freshDir(), "a2a.db")), taskCacheSize: 0 });
+    try {
+      let during: Promise<unknown> | undefined;
+      const rolledBack = storage.atomically(async (tx) => {
+        await tx.tasks.create(makeTask("t1"), "alice");
+        during = storage.tasks.view("t1"); // the store's own instance, not the transaction's
+        await new Promise((r) => setTimeout(r, 20));
+        throw new Error("roll back");
+      });
+      await expect(rolledBack).rejects.toThrow();
+      expect(await during).toBeUndefined();
+      // with the connection free it reads at once
+      await storage.tasks.create(makeTask("t2"), "alice");
+      expect((await storage.tasks.view("t2"))?.task.id).toBe("t2");
+    } finally {
+      await storage.close();
+    }
+  });
+
   describe("the read cache of view()", () => {
     const cached = (storage: Storage): number => (storage.tasks as unknown as { cachedViews: number }).cachedViews;
     const storage0 = (tasks: SqlTaskStore): Storage => ({ tasks }) as unknown as Storage;

@@ -379,4 +379,12 @@ $fn$;
     description: "task listings at any size: an index per listing order, counts kept by triggers (./task-listing-ddl.ts)",
     sql: POSTGRES_TASK_LISTING,
   },
+  {
+    version: 13,
+    description: "audit log: no trace_id index (trace listings read a bounded window per page; src/storage/audit.ts)",
+    // As SQLite's migration 14: the random keys of a trace_id index cost a page write per entry.
+    sql: `
+DROP INDEX IF EXISTS a2a_audit_log_trace;
+`,
+  },
 ];

@@ -10,6 +10,17 @@ import type { SqlSchema } from "./schema.js";
 /** A placeholder argument: a string nothing else binds, found again in the compiled parameters. */
 const marker = (i: number): string => `\u0000opencode-a2a prepared argument ${i}\u0000`;
 
+/**
+ * A database that can run a compiled query at once, bypassing Kysely's executor (its connection provider, a few
+ * awaits: most of a one-row SQLite read): the SQLite connection when no transaction holds it (./sqlite-dialect.ts).
+ * Registered for the store's root Kysely instance only; a transaction's instance always goes through Kysely.
+ */
+const direct = new WeakMap<object, <R>(query: CompiledQuery) => R[] | undefined>();
+
+export function runsDirectly(db: Kysely<SqlSchema>, runNow: <R>(query: CompiledQuery) => R[] | undefined): void {
+  direct.set(db, runNow);
+}
+
 export class PreparedQuery<A extends string[], R> {
   #compiled: CompiledQuery<R> | undefined;
   /** For each compiled parameter: the index of the argument it takes, or -1 for a constant of the query. */
@@ -22,15 +33,20 @@ export class PreparedQuery<A extends string[], R> {
   async execute(db: Kysely<SqlSchema>, ...args: A): Promise<R[]> {
     const compiled = this.#compiled ?? this.#compile(db, args.length);
     const parameters = this.#slots.map((slot, i) => (slot < 0 ? compiled.parameters[i] : args[slot]));
-    return (await db.executeQuery<R>({ ...compiled, parameters })).rows;
+    const query: CompiledQuery<R> = { ...compiled, parameters };
+    return direct.get(db)?.<R>(query) ?? (await db.executeQuery<R>(query)).rows;
   }
 
   #compile(db: Kysely<SqlSchema>, arity: number): CompiledQuery<R> {
     const markers = Array.from({ length: arity }, (_, i) => marker(i));
     const compiled = this.build(db, ...(markers as A)).compile();
-    const slots = compiled.parameters.map((p) => (typeof p === "string" ? markers.indexOf(p) : -1));
+    // By a map, not markers.indexOf per parameter: the audit log's 512-row INSERT has 8,192 of each, and the quadratic
+    // search cost about a second of CPU per statement size.
+    const index = new Map(markers.map((m, i) => [m, i]));
+    const slots = compiled.parameters.map((p) => (typeof p === "string" ? (index.get(p) ?? -1) : -1));
+    const bound = new Set(slots);
     for (let i = 0; i < arity; i++) {
-      if (!slots.includes(i)) throw new Error(`prepared query: argument ${i} is not a bound parameter of ${compiled.sql}`);
+      if (!bound.has(i)) throw new Error(`prepared query: argument ${i} is not a bound parameter of ${compiled.sql}`);
     }
     this.#slots = slots;
     this.#compiled = compiled;

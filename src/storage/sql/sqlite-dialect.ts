@@ -41,6 +41,8 @@ class SqliteDriver implements Driver {
   /** Settles when the connection is free; acquireConnection chains onto it. */
   #free: Promise<void> = Promise.resolve();
   #release: (() => void) | undefined;
+  /** Users holding or waiting for the connection (acquired and not yet released). */
+  #users = 0;
 
   constructor(store: StoreDatabase) {
     this.#store = store;
@@ -49,7 +51,22 @@ class SqliteDriver implements Driver {
 
   async init(): Promise<void> {}
 
+  /**
+   * Runs one statement at once when nobody holds or waits for the connection (no transaction is open on it), else
+   * undefined (the caller goes through the queue). Nothing can come between: better-sqlite3 runs it to its end
+   * before this returns, as an acquire → execute → release through the queue would with the connection free.
+   */
+  runNow<R>(query: CompiledQuery): R[] | undefined {
+    if (this.#users !== 0) return undefined;
+    const statement = this.#store.statement(query.sql);
+    const parameters = query.parameters as unknown[];
+    if (statement.reader) return statement.safeIntegers(true).all(...parameters) as R[];
+    statement.run(...parameters);
+    return [];
+  }
+
   async acquireConnection(): Promise<DatabaseConnection> {
+    this.#users++;
     const previous = this.#free;
     let release!: () => void;
     this.#free = new Promise<void>((resolve) => (release = resolve));
@@ -77,6 +94,7 @@ class SqliteDriver implements Driver {
   async releaseConnection(): Promise<void> {
     const release = this.#release;
     this.#release = undefined;
+    this.#users--;
     release?.();
   }
 
@@ -84,10 +102,12 @@ class SqliteDriver implements Driver {
 }
 
 /** A Kysely dialect over `store`'s connection (closing the store closes it; Kysely's destroy() does not). */
-export function sqliteDialect(store: StoreDatabase): Dialect {
+export function sqliteDialect(store: StoreDatabase): Dialect & { runNow<R>(query: CompiledQuery): R[] | undefined } {
+  const driver = new SqliteDriver(store);
   return {
+    runNow: (query) => driver.runNow(query),
     createAdapter: () => new SqliteAdapter(),
-    createDriver: () => new SqliteDriver(store),
+    createDriver: () => driver,
     createIntrospector: (db: Kysely<unknown>) => new SqliteIntrospector(db),
     createQueryCompiler: () => new SqliteQueryCompiler(),
   };
