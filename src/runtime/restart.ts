@@ -28,6 +28,8 @@ export async function failOrphans(store: TaskStore, save: (task: Task) => Promis
         message: { messageId: randomUUID(), role: "agent" as const, parts: [{ kind: "text" as const, text: message }], taskId: task.id, contextId: task.contextId },
       };
       if ((await save({ ...task, status, metadata: mergeOpencode(task.metadata, { error }) })).applied) applied++;
+      // SQLite answers at once: without this the sweep would hold the event loop (and every request) until its end.
+      await new Promise((resolve) => setImmediate(resolve));
     }
     failed += applied;
     if (applied === 0) break; // none left (or none could change): done

@@ -3,7 +3,9 @@
 // process left running.
 import { describe, expect, it } from "vitest";
 import { gateMethods, type MethodHandler } from "../../src/operations/index.js";
-import { sweepInBackground } from "../../src/runtime/restart.js";
+import { failOrphans, sweepInBackground } from "../../src/runtime/restart.js";
+import type { Task } from "../../src/protocol/model.js";
+import type { SaveResult, TaskStore } from "../../src/storage/tasks.js";
 import type { Call } from "../../src/operations/call.js";
 
 function deferred(): { promise: Promise<number>; resolve: (n: number) => void; reject: (e: Error) => void } {
@@ -66,5 +68,21 @@ describe("the restart sweep in the background", () => {
     await expect(held).resolves.toBe("page");
     expect(errors).toEqual([{ err: "disk full" }]);
     expect(pending()).toBeUndefined();
+  });
+
+  it("failOrphans lets the event loop run between two saves (SQLite answers without yielding)", async () => {
+    const orphans = [1, 2, 3].map((i) => ({ kind: "task", id: `t${i}`, contextId: "c", status: { state: "working", timestamp: "2026-01-01T00:00:00.000Z" } }) as unknown as Task);
+    let served = false;
+    const store = { orphans: async () => (served ? [] : ((served = true), orphans)) } as unknown as TaskStore;
+    let ticked = false;
+    setImmediate(() => (ticked = true));
+    const seen: { id: string; state: string; ticked: boolean }[] = [];
+    const failed = await failOrphans(store, async (task) => (seen.push({ id: task.id, state: task.status.state, ticked }), { applied: true } as SaveResult), { warn: () => undefined });
+    expect(failed).toBe(3);
+    expect(seen).toEqual([
+      { id: "t1", state: "failed", ticked: false },
+      { id: "t2", state: "failed", ticked: true },
+      { id: "t3", state: "failed", ticked: true },
+    ]);
   });
 });
