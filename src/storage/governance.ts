@@ -6,6 +6,7 @@
 // PostgreSQL (the memory backend is SQLite in memory).
 import { sql, type Kysely } from "kysely";
 import type { GovernorFeedbackEntry } from "../../generated/types/extensions.js";
+import type { ChangeWatch } from "./change-watch.js";
 import { PreparedQuery } from "./sql/prepared.js";
 import { flag, int, storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
@@ -71,43 +72,37 @@ type OverviewRow = { decisions: Int | null; last_decision: string | null; review
  * task (GetTask) and nearly always finds neither (a statement of two index probes, ~10 µs); the answer is kept here,
  * exactly, as the task read cache keeps tasks (./tasks-sql.ts): a trail entry or binding written through this store
  * drops its task before it is written, and a read that overlapped such a write keeps nothing; another connection's
- * commit (the change counter, PRAGMA data_version) drops them all, asked at most every `checkMs`. Deleting bindings
- * only makes a task more absent. Not on PostgreSQL (other gateways write the same tables).
+ * commit drops them all, through the change watch the task read cache shares (./change-watch.ts). When the change
+ * counter fails, has() answers "unknown" (presence() then reads the database, and fails as it should) and the next
+ * call asks again. Deleting bindings only makes a task more absent. Not on PostgreSQL (other gateways write the same
+ * tables).
  */
 export class AbsentGovernance {
   readonly #absent = new Set<string>();
   #writes = 0;
-  #version = -1;
-  #checkedAt = -Infinity;
 
   constructor(
-    private readonly changeCounter: () => number,
+    private readonly watch: ChangeWatch,
     private readonly size: number,
-    private readonly checkMs: number,
-  ) {}
+  ) {
+    watch.subscribe(() => {
+      this.#absent.clear();
+      this.#writes++;
+    });
+  }
 
   /** True when `taskId` is known to have neither; false when unknown (or the change counter cannot be read). */
   has(taskId: string): boolean {
-    const now = performance.now();
-    if (now - this.#checkedAt >= this.checkMs) {
-      let version: number;
-      try {
-        version = this.changeCounter();
-      } catch {
-        this.#absent.clear(); // the database is unusable: presence() reads it and fails as it should
-        this.#checkedAt = -Infinity;
-        return false;
-      }
-      this.#checkedAt = now;
-      if (version !== this.#version) {
-        this.#absent.clear();
-        this.#version = version;
-      }
+    try {
+      this.watch.check();
+    } catch {
+      this.#absent.clear();
+      return false;
     }
     return this.#absent.has(taskId);
   }
 
-  /** A token of the writes so far, taken before a read: absent() keeps its answer only if none came between. */
+  /** A token of the writes (and clears) so far, taken before a read: absent() keeps its answer only if none came between. */
   reading(): number {
     return this.#writes;
   }
@@ -116,12 +111,6 @@ export class AbsentGovernance {
     if (token !== this.#writes) return;
     this.#absent.add(taskId);
     if (this.#absent.size > this.size) this.#absent.delete(this.#absent.values().next().value!);
-  }
-
-  /** The database is closing: nothing more is answered from here. */
-  closing(): void {
-    this.#absent.clear();
-    this.#checkedAt = -Infinity;
   }
 
   /** A trail entry or an interrupt binding of `taskId` is about to be written. */

@@ -20,7 +20,7 @@ import { SqlPushOutboxStore, type PushOutboxStore } from "./push-outbox.js";
 import { SqlSessionStore, type Clock, type SessionStore } from "./sessions.js";
 import { SqlSubtaskCallStore, type SubtaskCallStore } from "./subtask-calls.js";
 import { SqlTaskStore, type TaskStore } from "./tasks.js";
-import { DEFAULT_CHANGE_CHECK_MS } from "./tasks-sql.js";
+import { ChangeWatch } from "./change-watch.js";
 import type { Pool } from "pg";
 import { DEFAULT_TASK_CACHE_SIZE, DEFAULT_TASK_STORE_DATABASE_URL, DEFAULT_TASK_STORE_READERS, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
 
@@ -109,23 +109,24 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     const dialect = sqliteDialect(db);
     const sql = new Kysely<SqlSchema>({ dialect });
     runsDirectly(sql, dialect.runNow); // prepared queries (GetTask's reads, audit inserts) skip Kysely's executor when the connection is free
-    const changeCounter = (): number => db.statement("PRAGMA data_version").pluck().get() as number;
+    // Both read caches (tasks, tasks without governance) learn of other connections' commits from one watch: a GetTask
+    // that misses both asks PRAGMA data_version once.
+    const watch = new ChangeWatch(() => db.statement("PRAGMA data_version").pluck().get() as number);
     const tasks = await SqlTaskStore.open(sql, {
-      changeCounter,
+      watch,
       ...(options.taskCacheSize === undefined ? {} : { cacheSize: options.taskCacheSize }),
       ...(readers === undefined ? {} : { readers }),
     });
     // Kept like the task read cache (same size, off with it).
     const cacheSize = options.taskCacheSize ?? DEFAULT_TASK_CACHE_SIZE;
-    const absent = cacheSize > 0 ? new AbsentGovernance(changeCounter, cacheSize, DEFAULT_CHANGE_CHECK_MS) : undefined;
+    const absent = cacheSize > 0 ? new AbsentGovernance(watch, cacheSize) : undefined;
     return {
       ...stores(sql, tasks, now, absent),
       backend: options.backend === "memory" ? "memory" : "sqlite",
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       database: db,
       close: async () => {
-        tasks.closing();
-        absent?.closing();
+        watch.closing();
         if (readers === undefined || readers.threads === 0) {
           db.close();
           await readers?.close();

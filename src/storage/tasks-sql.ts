@@ -5,6 +5,8 @@ import crypto from "node:crypto";
 import { PostgresAdapter, type Kysely } from "kysely";
 import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
 import type { ListParams, Task, TaskState } from "../protocol/model.js";
+import { ChangeWatch, DEFAULT_CHANGE_CHECK_MS } from "./change-watch.js";
+import { storeUnavailable } from "./database.js";
 import { PreparedQuery } from "./sql/prepared.js";
 import type { SqliteReaders } from "./sql/readers.js";
 import { storeCall } from "./sql/rows.js";
@@ -15,39 +17,40 @@ import { canonicalTimestamp, deepFreeze, invalid, PageTokens, resolveListQuery, 
 export interface SqlTaskStoreOptions {
   /**
    * Read cache (A2A_TASK_STORE_CACHE_SIZE): how many tasks view() keeps parsed and frozen, least recently read
-   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE. Only with `changeCounter`.
+   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE. Only with `watch` or `changeCounter`.
    */
   cacheSize?: number;
   /**
-   * A number that changes whenever another connection commits (SQLite: `PRAGMA data_version`). Without it nothing
-   * is cached: on PostgreSQL other gateways write the same rows.
+   * What tells the cache of other connections' commits (./change-watch.ts), shared with the connection's other caches.
+   * Without it (or `changeCounter`) nothing is cached: on PostgreSQL other gateways write the same rows.
+   */
+  watch?: ChangeWatch;
+  /**
+   * Instead of `watch`, a counter that changes whenever another connection commits (SQLite: `PRAGMA data_version`),
+   * watched by this store alone, asked at most every `changeCheckMs` (default DEFAULT_CHANGE_CHECK_MS, 0 = before
+   * every read). Writes through this store are seen at once.
    */
   changeCounter?: () => number;
-  /**
-   * How often view() asks `changeCounter` at most (ms, default DEFAULT_CHANGE_CHECK_MS): a read within this time of
-   * the last check trusts the cache, so another process's commit is seen at most this late. Writes through this store
-   * are seen at once. 0 = ask before every read.
-   */
   changeCheckMs?: number;
   /** A SQLite file's reader threads: listings and their totals run there (./sql/readers.ts). */
   readers?: SqliteReaders;
 }
 
-/** view()'s bound on how late another process's commit to the same SQLite file is seen (ms). */
-export const DEFAULT_CHANGE_CHECK_MS = 100;
+/** How late view() may see another process's commit (ms): the change watch's default interval. */
+export { DEFAULT_CHANGE_CHECK_MS };
 
 /** What the store objects bound to one database (and to its transactions) share. */
 interface Shared {
   tokens: PageTokens;
   views: Map<string, StoredTaskView>;
   cacheSize: number;
-  changeCounter: (() => number) | undefined;
-  changeCheckMs: number;
-  dataVersion: number;
-  /** performance.now() of the last change counter read. */
-  checkedAt: number;
+  /** Set when cacheSize > 0. */
+  watch: ChangeWatch | undefined;
   reads: GrowingReads;
-  /** Counts the writes through this store: a read that raced a write does not cache what it read. */
+  /**
+   * Counts the writes through this store, and the watch's clears: a read that raced either does not cache what it
+   * read.
+   */
   writes: number;
   /** view()'s read, compiled once (./sql/prepared.ts): only what a read needs, no binding columns to fetch and decode. */
   viewRow: PreparedQuery<[id: string], { owner: string; task_json: string }>;
@@ -61,11 +64,11 @@ const PAGE_TOKEN_KEY = "page_token_key";
  * view() (GetTask) is served, on SQLite, from a bounded read cache of parsed, deeply frozen snapshots. It stays exact:
  *   - a save through this store drops the task's entry before it writes, and a read that overlapped a write does not
  *     fill the cache;
- *   - another process's commits are noticed through the change counter (SQLite's `PRAGMA data_version`, which
- *     changes when another connection commits), asked at most every `changeCheckMs` (100 ms): the whole cache is
+ *   - another process's commits are noticed through the change watch (./change-watch.ts: SQLite's `PRAGMA
+ *     data_version`, asked at most every 100 ms, shared with the connection's other caches): the whole cache is
  *     dropped when it moved. Asking before every read cost about a tenth of a cached GetTask; only another process
- *     writing the same file needs it, and it is seen at most that late. The counter fails like any other read when
- *     the database is unusable, so a broken store stops serving its cache within that time;
+ *     writing the same file needs it, and it is seen at most that late. When the counter fails (the database is
+ *     unusable or closed) view() fails with TASK_STORE_UNAVAILABLE, as a read would, and asks again at the next call;
  *   - nothing read inside a transaction is cached (it may yet be rolled back).
  */
 export class SqlTaskStore implements TaskStore {
@@ -86,20 +89,22 @@ export class SqlTaskStore implements TaskStore {
       const row = await db.selectFrom("a2a_store_meta").select("value").where("key", "=", PAGE_TOKEN_KEY).executeTakeFirstOrThrow();
       return Buffer.from(row.value, "hex");
     });
-    const cacheSize = options.changeCounter === undefined ? 0 : (options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE);
+    const watch = options.watch ?? (options.changeCounter === undefined ? undefined : new ChangeWatch(options.changeCounter, options.changeCheckMs));
+    const cacheSize = watch === undefined ? 0 : (options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE);
     const viewRow = new PreparedQuery((q, id: string) => q.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id));
     const shared: Shared = {
       tokens: new PageTokens(key),
       views: new Map(),
       cacheSize,
-      changeCounter: options.changeCounter,
-      changeCheckMs: options.changeCheckMs ?? DEFAULT_CHANGE_CHECK_MS,
-      dataVersion: -1,
-      checkedAt: -Infinity,
+      watch: cacheSize > 0 ? watch : undefined,
       reads: { dialect: db.getExecutor().adapter instanceof PostgresAdapter ? "postgres" : "sqlite", ...(options.readers === undefined ? {} : { readers: options.readers }) },
       writes: 0,
       viewRow,
     };
+    shared.watch?.subscribe(() => {
+      shared.views.clear();
+      shared.writes++;
+    });
     return new SqlTaskStore(db, shared, false);
   }
 
@@ -155,14 +160,10 @@ export class SqlTaskStore implements TaskStore {
     const shared = this.shared;
     const caching = shared.cacheSize > 0 && !this.inTransaction;
     if (caching) {
-      const now = performance.now();
-      if (now - shared.checkedAt >= shared.changeCheckMs) {
-        const version = await storeCall("tasks.view", async () => shared.changeCounter!());
-        shared.checkedAt = now;
-        if (version !== shared.dataVersion) {
-          shared.views.clear();
-          shared.dataVersion = version;
-        }
+      try {
+        shared.watch!.check();
+      } catch (err) {
+        throw storeUnavailable("tasks.view", err);
       }
       const hit = shared.views.get(id);
       if (hit !== undefined) {
@@ -182,12 +183,6 @@ export class SqlTaskStore implements TaskStore {
       if (shared.views.size > shared.cacheSize) shared.views.delete(shared.views.keys().next().value!);
     }
     return view;
-  }
-
-  /** The database is closing: nothing more is answered from the cache (the next read goes to the closed database). */
-  closing(): void {
-    this.shared.views.clear();
-    this.shared.checkedAt = -Infinity;
   }
 
   /** Tasks view() holds parsed (for tests). */
