@@ -90,14 +90,27 @@ export function buildMethodRegistry(catalog: Catalog, deps: OperationDeps): Map<
   return registry;
 }
 
-/** Every method of `registry` waits for `pending()` (when it gives a promise) before it runs: the restart sweep. */
+/**
+ * Holds every method of `registry` until the restart sweep running now (`pending()`, asked once: call this after the
+ * sweep started) settles, fulfilled or rejected; then the held calls run and the registry gets its original handlers
+ * back, so later calls pay nothing. Only the first sweep holds calls: sweepInBackground's pending() stays undefined
+ * after it, and a later sweep (a lease renewal on PostgreSQL) only fails tasks of gateways whose lease ended, which
+ * callers may see running until then anyway; holding every method at each renewal would stall the gateway for that.
+ */
 export function gateMethods(registry: Map<string, MethodHandler>, pending: () => Promise<void> | undefined): void {
-  for (const [name, handler] of registry) {
-    registry.set(name, (params, call) => {
-      const wait = pending();
-      return wait === undefined ? handler(params, call) : wait.then(() => handler(params, call));
-    });
-  }
+  const sweep = pending();
+  if (sweep === undefined) return;
+  const settled = sweep.then(
+    () => undefined,
+    () => undefined, // a failed sweep releases the calls too (sweepInBackground logs it)
+  );
+  const originals = new Map(registry);
+  const gated = new Map<string, MethodHandler>();
+  for (const [name, handler] of originals) gated.set(name, (params, call) => settled.then(() => handler(params, call)));
+  for (const [name, handler] of gated) registry.set(name, handler);
+  void settled.then(() => {
+    for (const [name, handler] of originals) if (registry.get(name) === gated.get(name)) registry.set(name, handler);
+  });
 }
 
 /** The JSON-RPC method of `line` that implements a logical operation (REST routes dispatch through it). */

@@ -1,6 +1,6 @@
 // The restart sweep runs in the background (src/runtime/restart.ts sweepInBackground) and every method waits for it
-// (src/operations/index.ts gateMethods): the gateway answers its card at once, and no call sees a task a previous
-// process left running.
+// (src/operations/index.ts gateMethods), after which the registry holds its original handlers again: the gateway
+// answers its card at once, and no call sees a task a previous process left running.
 import { describe, expect, it } from "vitest";
 import { gateMethods, type MethodHandler } from "../../src/operations/index.js";
 import { failOrphans, sweepInBackground } from "../../src/runtime/restart.js";
@@ -68,6 +68,50 @@ describe("the restart sweep in the background", () => {
     await expect(held).resolves.toBe("page");
     expect(errors).toEqual([{ err: "disk full" }]);
     expect(pending()).toBeUndefined();
+  });
+
+  it("puts the original handlers back once the first sweep ends, fulfilled or failed; calls made during it wait, then run", async () => {
+    for (const outcome of ["fulfilled", "rejected"] as const) {
+      const done = deferred();
+      const { sweep, pending } = sweepInBackground(() => done.promise, { error: () => undefined });
+      await sweep(undefined);
+      const seen: string[] = [];
+      const getTask: MethodHandler = async (params) => (seen.push(`get ${String(params.id)}`), "task");
+      const listTasks: MethodHandler = async () => (seen.push("list"), "page");
+      const registry = new Map<string, MethodHandler>([
+        ["GetTask", getTask],
+        ["ListTasks", listTasks],
+      ]);
+      gateMethods(registry, pending);
+      expect(registry.get("GetTask")).not.toBe(getTask);
+      const held = [registry.get("GetTask")!({ id: "t1" }, {} as Call), registry.get("ListTasks")!({}, {} as Call)];
+      await flush();
+      expect(seen).toEqual([]);
+      if (outcome === "fulfilled") done.resolve(2);
+      else done.reject(new Error("disk full"));
+      expect(await Promise.all(held)).toEqual(["task", "page"]);
+      expect(seen).toEqual(["get t1", "list"]);
+      expect(registry.get("GetTask")).toBe(getTask);
+      expect(registry.get("ListTasks")).toBe(listTasks);
+    }
+  });
+
+  it("gates nothing when no sweep is running, and leaves a handler replaced meanwhile alone", async () => {
+    const original: MethodHandler = async () => "original";
+    const idle = new Map<string, MethodHandler>([["GetTask", original]]);
+    gateMethods(idle, () => undefined);
+    expect(idle.get("GetTask")).toBe(original);
+
+    const done = deferred();
+    const { sweep, pending } = sweepInBackground(() => done.promise, { error: () => undefined });
+    await sweep(undefined);
+    const registry = new Map<string, MethodHandler>([["GetTask", original]]);
+    gateMethods(registry, pending);
+    const replacement: MethodHandler = async () => "replacement";
+    registry.set("GetTask", replacement);
+    done.resolve(0);
+    await flush();
+    expect(registry.get("GetTask")).toBe(replacement);
   });
 
   it("failOrphans lets the event loop run between two saves (SQLite answers without yielding)", async () => {
