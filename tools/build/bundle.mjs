@@ -1,5 +1,5 @@
 // @ts-check
-// Build step after tsc (`npm run build`, `prepare`, `prepack`): bundles dist/src/main.js and what it imports into
+// Build step after tsc (`npm run build:bundle`, run by `build`, `prepare`, `prepack`): bundles dist/src/main.js and what it imports into
 // dist/bundle/ with esbuild, so a start reads and compiles a few files instead of ~300 modules (bench:startup).
 // Dynamic imports (the MCP endpoint, the PostgreSQL client, the CLI commands, yaml, each validator) stay separate
 // chunks, loaded when first used. Native or file-resolved packages stay external: better-sqlite3 (a .node addon),
