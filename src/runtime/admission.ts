@@ -21,6 +21,11 @@ export class Admission {
   /** Tasks waiting for a turn, per principal. */
   readonly #waiting = new Map<string, Waiting[]>();
   #queued = 0;
+  /**
+   * Turns admit() granted to tasks not entered yet (being created and stored): they count as running, so sends
+   * arriving while those writes are awaited cannot all be admitted at once.
+   */
+  #reserved = 0;
 
   constructor(
     private readonly limits: { maxRunning: number; queueLimit: number },
@@ -35,7 +40,10 @@ export class Admission {
     return { running: this.#running(), queued: this.#queued, max_running: maxRunning, queue_limit: queueLimit };
   }
 
-  /** Whether a new task's turn can start at once; throws TASK_QUEUE_FULL when it could not even wait for one. */
+  /**
+   * Whether a new task's turn can start at once (then the turn is reserved until enter(…, true) or release()); throws
+   * TASK_QUEUE_FULL when it could not even wait for one.
+   */
   admit(): boolean {
     const { maxRunning, queueLimit } = this.limits;
     const free = this.#queued === 0 && this.#running() < maxRunning;
@@ -48,7 +56,14 @@ export class Admission {
         { headers: { "Retry-After": String(retry) } },
       );
     }
+    if (free) this.#reserved++;
     return free;
+  }
+
+  /** A turn admit() granted will not be entered (its task could not be created). */
+  release(): void {
+    this.#reserved--;
+    if (this.#queued > 0) queueMicrotask(() => this.#drain());
   }
 
   /**
@@ -64,6 +79,7 @@ export class Admission {
       });
     };
     if (immediately) {
+      this.#reserved--;
       begin();
       return;
     }
@@ -101,7 +117,7 @@ export class Admission {
   }
 
   #running(): number {
-    let n = 0;
+    let n = this.#reserved;
     for (const live of this.#admitted) if (live.state === "working") n++;
     return n;
   }

@@ -128,56 +128,61 @@ export class TaskRuntime {
       explicitSessionId(metadata) === undefined ? undefined : await this.opts.sessions.resolve(principal, contextId, metadata, routing, sessionTitle(message));
     await checkModel(this.opts.model, metadata);
     // Admission: a free turn, or a place in the bounded queue, else refused before anything is created (gated: later).
+    // A turn admitted now is reserved until the task enters it; a task that is not created gives it back.
     const gate = spec?.gate;
     const admitNow = gate === undefined ? this.#admission.admit() : false;
-
-    const task = newTask(message, contextId, modes.accepted, gate === undefined ? "working" : "submitted");
-    if (spec?.opencode !== undefined) task.metadata = mergeOpencode(task.metadata, spec.opencode);
-    const taskId = task.id;
-    const live = new LiveTask(task, principal.id, routing, principal.trustLevel, principal.scopes, principal.admin);
-    live.diffAsFile = modes.diffAsFile;
-    live.includeFileContents = wantsFileContents(metadata);
-    await this.#lifecycle.write(() =>
-      this.opts.store.create(task, principal.id, {
-        acceptedOutputModes: modes.accepted,
-        ...("directory" in routing ? { directory: routing.directory } : {}),
-        ...(this.opts.cluster === undefined ? {} : { instance: this.opts.cluster.instance }),
-      }),
-    );
-    this.#live.set(taskId, live);
-    if (configure !== undefined) {
-      try {
-        await configure(live.task);
-      } catch (error) {
-        // The config could not be stored (the store failed): the task is not started and the request fails.
-        this.#live.delete(taskId);
+    try {
+      const task = newTask(message, contextId, modes.accepted, gate === undefined ? "working" : "submitted");
+      if (spec?.opencode !== undefined) task.metadata = mergeOpencode(task.metadata, spec.opencode);
+      const taskId = task.id;
+      const live = new LiveTask(task, principal.id, routing, principal.trustLevel, principal.scopes, principal.admin);
+      live.diffAsFile = modes.diffAsFile;
+      live.includeFileContents = wantsFileContents(metadata);
+      await this.#lifecycle.write(() =>
+        this.opts.store.create(task, principal.id, {
+          acceptedOutputModes: modes.accepted,
+          ...("directory" in routing ? { directory: routing.directory } : {}),
+          ...(this.opts.cluster === undefined ? {} : { instance: this.opts.cluster.instance }),
+        }),
+      );
+      this.#live.set(taskId, live);
+      if (configure !== undefined) {
         try {
-          this.#lifecycle.fail(live, asTaskError(error));
-        } catch {
-          // The store is down: the task stays as created, and a restart fails it.
+          await configure(live.task);
+        } catch (error) {
+          // The config could not be stored (the store failed): the task is not started and the request fails.
+          this.#live.delete(taskId);
+          try {
+            this.#lifecycle.fail(live, asTaskError(error));
+          } catch {
+            // The store is down: the task stays as created, and a restart fails it.
+          }
+          throw error;
         }
-        throw error;
       }
+      const queue = attach?.(live) as T;
+      const request = { principal, message, metadata, parts, routing, acceptedOutputModes: modes.accepted, preResolved, agent: spec?.agent, command: spec?.command };
+      const turn = (): Promise<void> =>
+        this.#turns.run(live, request).catch((error: unknown) => {
+          this.opts.log.error({ err: errorText(error), taskId }, "turn crashed");
+          this.#lifecycle.fail(live, asTaskError(error));
+        });
+      if (gate === undefined) this.#admission.enter(live, turn, admitNow);
+      else void gate.then((go) => this.#opened(live, go, turn));
+      return { live, queue };
+    } catch (error) {
+      if (admitNow) this.#admission.release();
+      throw error;
     }
-    const queue = attach?.(live) as T;
-    const request = { principal, message, metadata, parts, routing, acceptedOutputModes: modes.accepted, preResolved, agent: spec?.agent, command: spec?.command };
-    const turn = (): Promise<void> =>
-      this.#turns.run(live, request).catch((error: unknown) => {
-        this.opts.log.error({ err: errorText(error), taskId }, "turn crashed");
-        this.#lifecycle.fail(live, asTaskError(error));
-      });
-    if (gate === undefined) this.#admission.enter(live, turn, admitNow);
-    else void gate.then((go) => this.#opened(live, go, turn));
-    return { live, queue };
   }
 
   /** The gate of a `submitted` task opened: its turn is admitted (it works from then on), or it never runs. */
   #opened(live: LiveTask, go: boolean, turn: () => Promise<void>): void {
     if (go && !isTerminal(live.state) && !this.#lifecycle.stopped) {
       try {
-        const now = this.#admission.admit();
         this.#lifecycle.begin(live);
-        this.#admission.enter(live, turn, now);
+        // Nothing between admit() and enter(): a reserved turn is always entered.
+        this.#admission.enter(live, turn, this.#admission.admit());
         return;
       } catch (error) {
         this.#lifecycle.fail(live, asTaskError(error));
@@ -357,18 +362,14 @@ export class TaskRuntime {
   }
 
   /**
-   * Tasks no live gateway runs end as failed with GATEWAY_RESTARTED: at start, and (PostgreSQL) at every lease renewal
-   * for the tasks of gateways whose lease ran out (`scope`; undefined: this gateway is alone, so
-   * every unfinished task in the store is left over). Returns how many.
+   * Tasks no live gateway runs fail with GATEWAY_RESTARTED: at start, and (PostgreSQL) at every lease renewal for the
+   * gateways whose lease ran out (`scope`; undefined: this gateway is alone, every unfinished task). Returns how many.
    */
   failOrphans(scope?: OrphanScope): Promise<number> {
     return failOrphans(this.opts.store, (task) => this.#lifecycle.save(task), this.opts.log, scope);
   }
 
-  /**
-   * OpenCode lost the task's turn (its process died or restarted mid-turn): the task fails with UPSTREAM_TURN_LOST,
-   * keeps the output that arrived (artifacts marked `metadata.opencode.partial`) and the usage reported so far.
-   */
+  /** OpenCode lost the turn (died or restarted): UPSTREAM_TURN_LOST, keeping the output (`partial`) and usage so far. */
   turnLost(taskId: string, detail: string): void {
     const live = this.#live.get(taskId);
     if (live !== undefined) this.#lifecycle.turnLost(live, detail);
@@ -380,9 +381,8 @@ export class TaskRuntime {
   }
 
   /**
-   * Shutdown deadline: every client still waiting on a task gets its current state now. Blocking sends return the
-   * task as it is; streams get a last status event (the current state, `final: true`, `metadata.shared.shutdown`)
-   * and end. The tasks themselves are left as they are (a restart fails the unfinished ones as GATEWAY_RESTARTED).
+   * Shutdown deadline: blocking sends return the task as it is; streams get a last status event (current state,
+   * `final: true`, `metadata.shared.shutdown`) and end. Tasks stay as they are (a restart fails the unfinished ones).
    */
   release(): number {
     return releaseAll(this.#live.values());
