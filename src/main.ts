@@ -122,6 +122,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   );
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
   process.stdout.write(`opencode-a2a listening on ${bound}\n`);
+  gateway.warm();
   // In-flight requests (blocking calls and streams included), for the graceful shutdown.
   let inFlight = 0;
   let drained: (() => void) | undefined;

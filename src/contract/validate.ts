@@ -2,9 +2,9 @@
 // a failing payload pays for the detailed error report (typebox/schema over the same generated JSON Schema).
 import fs from "node:fs";
 import path from "node:path";
-import { Compile } from "typebox/schema";
+import type { Compile } from "typebox/schema";
 import { validatorModules, type ValidatorModule } from "../../generated/validators/index.js";
-import { generatedDir } from "./catalog.js";
+import { generatedDir, type Catalog } from "./catalog.js";
 import type { Violation } from "./errors.js";
 
 export type { Violation };
@@ -14,9 +14,36 @@ export type ValidationResult = { ok: true } | { ok: false; violations: Violation
 const loaded = new Map<string, ValidatorModule>();
 const groupContexts = new Map<string, Record<string, unknown>>();
 
-/** Loads the validators of the given `group/Name` ids (call at startup so requests never wait on imports). */
+/**
+ * Loads the validators of the given `group/Name` ids (call at startup so requests seldom wait on imports): one module
+ * at a time, yielding to the event loop after each, so a request arriving meanwhile waits for one module's compile
+ * (~2 ms) at most, not for all of them (~150 ms on one thread at start-up).
+ */
 export async function preloadValidators(ids: Iterable<string>): Promise<void> {
-  await Promise.all([...new Set(ids)].map((id) => validatorFor(id)));
+  for (const id of new Set(ids)) {
+    await validatorFor(id);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  await loadExplainer();
+}
+
+/**
+ * Loads every params and body validator of `catalog` in the background, one at a time (the gateway calls it once it
+ * serves: main.ts); a call arriving first waits for its own validator. A failure goes to `failed`.
+ */
+export function warmValidators(catalog: Catalog, failed: (err: unknown) => void): void {
+  const ids = [...catalog.methods.map((m) => m.params_schema), ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : []))];
+  setImmediate(() => void preloadValidators(ids).catch(failed));
+}
+
+/**
+ * typebox/schema, which explain() compiles its detailed validators with: ~160 kB of code that only a failing payload
+ * needs, so it is not loaded with the gateway but after the validators (or by the first payload that fails first).
+ */
+let schemaModule: typeof import("typebox/schema") | undefined;
+let schemaLoading: Promise<unknown> | undefined;
+function loadExplainer(): Promise<unknown> {
+  return (schemaLoading ??= import("typebox/schema").then((m) => (schemaModule = m)));
 }
 
 async function validatorFor(id: string): Promise<ValidatorModule> {
@@ -47,13 +74,15 @@ function fieldOf(instancePath: string): string {
 /** Detailed violations for a value already known to be invalid: the deepest failures first, one per field. */
 const explainers = new Map<string, ReturnType<typeof Compile>>();
 
+/** Sync once preloadValidators (any ids) or a first failing validate() has resolved; throws before. */
 export function explain(id: string, value: unknown): Violation[] {
+  if (schemaModule === undefined) throw new Error("explain() before the validators were loaded (preloadValidators)");
   // Compiled once per schema: a malformed request must not cost a compilation (~10 ms) every time.
   let validator = explainers.get(id);
   if (validator === undefined) {
     const [group, name] = id.split("/") as [string, string];
     const ctx = groupContext(group);
-    validator = Compile(ctx as never, ctx[`${name}.json`] as never);
+    validator = schemaModule.Compile(ctx as never, ctx[`${name}.json`] as never);
     explainers.set(id, validator);
   }
   const [, raw] = validator.Errors(value) as [
@@ -91,8 +120,10 @@ export function explain(id: string, value: unknown): Violation[] {
   return out.length ? out : [{ field: "(root)", description: "does not match the schema" }];
 }
 
-function verdictOf(mod: { Check(value: unknown): boolean }, id: string, value: unknown): ValidationResult {
-  return mod.Check(value) ? { ok: true } : { ok: false, violations: explain(id, value) };
+function verdictOf(mod: { Check(value: unknown): boolean }, id: string, value: unknown): ValidationResult | Promise<ValidationResult> {
+  if (mod.Check(value)) return { ok: true };
+  if (schemaModule !== undefined) return { ok: false, violations: explain(id, value) };
+  return loadExplainer().then(() => ({ ok: false, violations: explain(id, value) }));
 }
 
 /**

@@ -136,6 +136,8 @@ export class MessagingTools {
 
   /** A2A_MESSAGES_TOOL_DEFAULTS checked against the contract (an error naming the variable and each bad field). */
   static async checkDefaults(value: Record<string, unknown>): Promise<MessagesToolDefaults> {
+    // None set (the default): nothing to check, and no validator to load at start (every member is optional).
+    if (Object.keys(value).length === 0) return {};
     const verdict = await validate("extensions/MessagesToolDefaults", value);
     if (!verdict.ok) throw new Error(`A2A_MESSAGES_TOOL_DEFAULTS: ${verdict.violations.map((v) => `${v.field} ${v.description}`).join("; ")}`);
     const send = (value as MessagesToolDefaults)["send-message"];

@@ -3,7 +3,7 @@
 // (./http.ts: the router, the Koa app and the JSON-RPC edge).
 import type { Logger } from "pino";
 import { catalog as generatedCatalog, packageVersion, type Catalog } from "../contract/catalog.js";
-import { preloadValidators } from "../contract/validate.js";
+import { warmValidators } from "../contract/validate.js";
 import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
@@ -55,6 +55,8 @@ export interface Gateway extends HttpSide {
   /** Push notification configs and delivery (absent when A2A_PUSH_NOTIFICATIONS_ENABLED=false or without an upstream). */
   push: PushService | undefined;
   metrics: Metrics;
+  /** Loads the request validators in the background, once the gateway serves (~100 ms; a first call waits for its own). */
+  warm(): void;
   /**
    * Ends live streams (their tasks stay as stored: a restarted gateway fails them as GATEWAY_RESTARTED), stops push
    * delivery (what is queued stays for the next start), flushes the audit log and closes the store the gateway opened
@@ -324,9 +326,6 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     ...(extensions === undefined ? {} : { extensions }),
   });
   if (restartSweep !== undefined) gateMethods(registry, restartSweep.pending);
-  // Request validators load once the gateway serves (~100 ms); a call arriving first waits for its own (contract/validate.ts).
-  const validators = [...catalog.methods.map((m) => m.params_schema), ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : []))];
-  setImmediate(() => void preloadValidators(validators).catch((err: unknown) => log.error({ err: String(err) }, "loading the request validators failed")));
 
   // The audit log lives in the task store; contract-only setups (no upstream, no store) keep it in a private
   // in-memory store (the memory backend: SQLite in memory), bounded to DEFAULT_MEMORY_AUDIT_ENTRIES, closed with the gateway.
@@ -384,6 +383,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     storage,
     metrics,
     push,
+    warm: () => warmValidators(catalog, (err) => log.error({ err: String(err) }, "loading the request validators failed")),
     async close() {
       if (expirySweep !== undefined) clearInterval(expirySweep);
       await runtime?.shutdown();

@@ -3,11 +3,11 @@
 // managed OpenCode restarts on another port), Basic auth, `directory` / `workspace` routing, per-call timeouts,
 // a fast-fail concurrency budget, and the error taxonomy of ./errors.ts. Hand-written code never builds an
 // upstream URL or body: it passes a generated SDK function to `call`.
-import { createClient, type Client } from "../../generated/opencode/client/index.js";
+import type { Client } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { GlobalEventData, Session } from "../../generated/opencode/types.gen.js";
 import { classifyHttp, classifyThrown, UpstreamError } from "./errors.js";
-import { onTransport } from "./request.js";
+import { LazyClient, onTransport } from "./request.js";
 import { HttpTransport } from "./transport.js";
 import { isObject } from "../util/object.js";
 import { beginCall, traceHeaders, type TraceContext } from "../tracing/index.js";
@@ -91,8 +91,8 @@ export const basicAuthHeader = (username: string, password: string): string =>
 export const isSession = (v: unknown): v is Session => isObject(v) && typeof v.id === "string" && v.id.startsWith("ses");
 
 export class UpstreamClient {
-  /** The generated client (global fetch); `call` hands the SDK functions `#callClient`, the same client on ./transport.ts. */
-  readonly client: Client;
+  /** The generated client (global fetch), built when first needed; `call` hands the SDK functions `#callClient`, the same client on ./transport.ts. */
+  readonly #generated: LazyClient;
   readonly #callClient: Client;
   readonly #transport: HttpTransport | undefined;
   #baseUrl: string;
@@ -109,9 +109,9 @@ export class UpstreamClient {
       headers.authorization = basicAuthHeader(options.username ?? "opencode", options.password);
     }
     this.#headers = headers;
-    this.client = createClient({ baseUrl: this.#baseUrl, headers, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
+    this.#generated = new LazyClient({ baseUrl: this.#baseUrl, headers, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
     this.#transport = options.fetch === undefined ? new HttpTransport() : undefined;
-    this.#callClient = this.#transport === undefined ? this.client : onTransport(this.client, this.#transport);
+    this.#callClient = this.#transport === undefined ? this.#generated.client : onTransport(this.#generated, this.#transport);
   }
 
   /** Closes idle keep-alive connections to OpenCode. */
@@ -121,7 +121,7 @@ export class UpstreamClient {
 
   /** URL and headers of OpenCode's `GET /global/event` (the EventHub reads it on a connection of its own). */
   eventStreamRequest(): { url: string; headers: Record<string, string> } {
-    return { url: this.client.buildUrl<GlobalEventData>({ url: "/global/event" }), headers: { ...this.#headers, accept: "text/event-stream" } };
+    return { url: this.#callClient.buildUrl<GlobalEventData>({ url: "/global/event" }), headers: { ...this.#headers, accept: "text/event-stream" } };
   }
 
   get baseUrl(): string {
@@ -131,7 +131,7 @@ export class UpstreamClient {
   /** Points the client at a new URL (a managed OpenCode restarted on another port). */
   setBaseUrl(url: string): void {
     this.#baseUrl = url.replace(/\/+$/, "");
-    this.client.setConfig({ baseUrl: this.#baseUrl });
+    this.#generated.setConfig({ baseUrl: this.#baseUrl });
   }
 
   /** Calls waiting for a budget slot, oldest first. */

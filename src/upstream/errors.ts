@@ -14,6 +14,7 @@ import type {
   UnknownError,
 } from "../../generated/opencode/types.gen.js";
 import { isObject } from "../util/object.js";
+import { responseHeader } from "./request.js";
 
 export type UpstreamFailureKind =
   /** No connection: refused, reset, DNS, socket closed before a response. */
@@ -203,7 +204,7 @@ function bodyInfo(body: unknown): { name?: string; message?: string } {
 }
 
 function retryAfter(response: Response): number | undefined {
-  const header = response.headers.get("retry-after");
+  const header = responseHeader(response, "retry-after");
   if (header === null) return undefined;
   const seconds = Number(header);
   if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);

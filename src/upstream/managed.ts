@@ -17,9 +17,10 @@ import path from "node:path";
 import { packageRoot } from "../contract/catalog.js";
 import { EventEmitter } from "node:events";
 import { createInterface } from "node:readline";
-import { createClient } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import { basicAuthHeader } from "./client.js";
+import { LazyClient, onTransport } from "./request.js";
+import { HttpTransport } from "./transport.js";
 
 export interface ManagedOpencodeOptions {
   binary: string;
@@ -317,18 +318,23 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
     if (this.#opts.password !== undefined && this.#opts.password !== "") {
       headers.authorization = basicAuthHeader(this.#opts.username, this.#opts.password);
     }
-    const client = createClient({ baseUrl: url, headers });
+    const transport = new HttpTransport();
+    const client = onTransport(new LazyClient({ baseUrl: url, headers }), transport);
     const deadline = Date.now() + 15_000;
     let last = "no answer";
-    while (Date.now() < deadline && running(child)) {
-      try {
-        const res = await sdk.globalHealth({ client, signal: AbortSignal.timeout(2_000) });
-        if (res.response?.ok && res.data?.healthy === true) return;
-        last = `HTTP ${res.response?.status ?? "?"}`;
-      } catch (error) {
-        last = error instanceof Error ? error.message : String(error);
+    try {
+      while (Date.now() < deadline && running(child)) {
+        try {
+          const res = await sdk.globalHealth({ client, signal: AbortSignal.timeout(2_000) });
+          if (res.response?.ok && res.data?.healthy === true) return;
+          last = `HTTP ${res.response?.status ?? "?"}`;
+        } catch (error) {
+          last = error instanceof Error ? error.message : String(error);
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      transport.close();
     }
     throw new Error(`opencode at ${url} did not become healthy: ${last}`);
   }

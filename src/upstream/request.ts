@@ -8,8 +8,10 @@
 // `response` is a body-less Response carrying the status and headers (the body is already parsed into data/error).
 // Anything this path does not cover — request/response/error interceptors, auth (`security`), validators,
 // transformers, a per-call `fetch`, a body that is not text or bytes — runs on the generated request unchanged.
-import { buildUrl, getParseAs } from "../../generated/opencode/client/utils.gen.js";
-import type { Client, Config } from "../../generated/opencode/client/index.js";
+// The generated client itself is built only when that happens (LazyClient): createClient merges the headers into a
+// WHATWG Headers, and the first Headers of a process loads undici, 50–70 ms of start-up on Node 20.
+import { buildUrl, createConfig, getParseAs } from "../../generated/opencode/client/utils.gen.js";
+import { createClient, type Client, type Config } from "../../generated/opencode/client/index.js";
 import { getValidRequestBody } from "../../generated/opencode/core/utils.gen.js";
 import type { HttpAnswer, HttpTransport } from "./transport.js";
 
@@ -34,7 +36,8 @@ type HeaderValue = string | number | boolean | (string | number | boolean)[] | n
 function mergeHeaders(into: Record<string, string>, headers: unknown): void {
   if (headers === undefined || headers === null) return;
   const entries: [string, HeaderValue][] = [];
-  if (headers instanceof Headers) headers.forEach((value, name) => entries.push([name, value]));
+  // The tag, not `instanceof Headers`: reading the global Headers would load undici (see the header).
+  if (Object.prototype.toString.call(headers) === "[object Headers]") (headers as Headers).forEach((value, name) => entries.push([name, value]));
   else entries.push(...Object.entries(headers as Record<string, HeaderValue>));
   for (const [name, value] of entries) {
     const key = name.toLowerCase();
@@ -64,6 +67,7 @@ class BodylessResponse implements Response {
   readonly ok: boolean;
   readonly status: number;
   readonly statusText: string;
+  readonly #answer: HttpAnswer;
   #rawHeaders: string[];
   #headers: Headers | undefined;
 
@@ -71,7 +75,13 @@ class BodylessResponse implements Response {
     this.status = answer.status;
     this.statusText = answer.statusText;
     this.ok = answer.status >= 200 && answer.status <= 299;
+    this.#answer = answer;
     this.#rawHeaders = answer.rawHeaders;
+  }
+
+  /** `headers.get(name)` without building Headers (`name` lower-case). */
+  header(name: string): string | null {
+    return headerOf(this.#answer, name);
   }
 
   get headers(): Headers {
@@ -108,6 +118,11 @@ class BodylessResponse implements Response {
   text(): Promise<string> {
     return this.#real().text();
   }
+}
+
+/** `response.headers.get(name)` (`name` lower-case), without building Headers for the responses of onTransport. */
+export function responseHeader(response: Response, name: string): string | null {
+  return response instanceof BodylessResponse ? response.header(name) : response.headers.get(name);
 }
 
 /** A header of the answer as `Headers.get` gives it (case-insensitive, repeats joined with ", "), or null. */
@@ -147,14 +162,58 @@ async function parse(answer: HttpAnswer, response: Response, parseAs: string): P
   }
 }
 
-/** `client` with its request methods running on `transport` (see the header). */
-export function onTransport(client: Client, transport: HttpTransport): Client {
+/**
+ * The configuration a generated client would hold (createConfig's defaults under `config`, header names lower-cased,
+ * no trailing slash on the base URL, as createClient's mergeConfigs leaves them) and the generated client itself, built
+ * on first use from that configuration.
+ */
+export class LazyClient {
+  #config: Config;
+  #client: Client | undefined;
+
+  constructor(config: Config) {
+    this.#config = LazyClient.#merge(createConfig(), config);
+  }
+
+  static #merge(a: Config, b: Config): Config {
+    const headers: Record<string, string> = {};
+    mergeHeaders(headers, a.headers);
+    mergeHeaders(headers, b.headers);
+    const out: Config = { ...a, ...b, headers };
+    if (out.baseUrl?.endsWith("/")) out.baseUrl = out.baseUrl.slice(0, -1);
+    return out;
+  }
+
+  get config(): Config {
+    return this.#config;
+  }
+
+  /** The generated client if something built it (its interceptors can only be set then). */
+  get built(): Client | undefined {
+    return this.#client;
+  }
+
+  get client(): Client {
+    return (this.#client ??= createClient(this.#config));
+  }
+
+  setConfig(config: Config): Config {
+    this.#config = LazyClient.#merge(this.#config, config);
+    this.#client?.setConfig(config);
+    return { ...this.#config };
+  }
+}
+
+/** The generated client of `lazy` with its request methods running on `transport` (see the header). */
+export function onTransport(lazy: LazyClient, transport: HttpTransport): Client {
+  const generated = (options: Options): Promise<unknown> => lazy.client.request(options as never);
   const request = async (options: Options): Promise<unknown> => {
-    if (options.fetch !== undefined || hasInterceptors(client)) return client.request(options as never);
-    const config = client.getConfig();
+    const built = lazy.built;
+    if (options.fetch !== undefined || (built !== undefined && hasInterceptors(built))) return generated(options);
+    const config = lazy.config;
     const opts: Options = { ...config, ...options };
     if (opts.security !== undefined || opts.requestValidator !== undefined || opts.responseValidator !== undefined || opts.responseTransformer !== undefined) {
-      return client.request(options as never);
+      return generated(options);
     }
     const headers: Record<string, string> = {};
     mergeHeaders(headers, config.headers);
@@ -163,7 +222,7 @@ export function onTransport(client: Client, transport: HttpTransport): Client {
     if (opts.body !== undefined && opts.bodySerializer) serializedBody = opts.bodySerializer(opts.body);
     if (opts.body === undefined || serializedBody === "") delete headers["content-type"];
     const body = getValidRequestBody({ body: opts.body, bodySerializer: opts.bodySerializer ?? null, serializedBody });
-    if (body !== undefined && body !== null && typeof body !== "string" && !(body instanceof Uint8Array)) return client.request(options as never);
+    if (body !== undefined && body !== null && typeof body !== "string" && !(body instanceof Uint8Array)) return generated(options);
     const url = buildUrl(opts as never);
     const method = (opts.method ?? "GET").toUpperCase();
 
@@ -195,5 +254,18 @@ export function onTransport(client: Client, transport: HttpTransport): Client {
     return opts.responseStyle === "data" ? undefined : { error: failure, response };
   };
   const methods = Object.fromEntries(METHODS.map((m) => [m.toLowerCase(), (options: Options) => request({ ...options, method: m })]));
-  return { ...client, ...methods, request } as unknown as Client;
+  return {
+    ...methods,
+    request,
+    buildUrl: (options: Options) => buildUrl({ ...lazy.config, ...options } as never),
+    getConfig: () => ({ ...lazy.config }),
+    setConfig: (config: Config) => lazy.setConfig(config),
+    // What the fast path has no use for comes from the generated client (built then).
+    get interceptors() {
+      return lazy.client.interceptors;
+    },
+    get sse() {
+      return lazy.client.sse;
+    },
+  } as unknown as Client;
 }

@@ -87,6 +87,7 @@ export async function startGateway(env: Record<string, string> = {}, options: St
     ...(options.pushClock === undefined ? {} : { pushClock: options.pushClock }),
   });
   bound.attach(gateway.handler);
+  gateway.warm();
   return {
     url,
     token: TEST_TOKEN,

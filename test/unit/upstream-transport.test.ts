@@ -2,13 +2,16 @@
 // the generated client on fetch does (data / error / status / headers), for every content type and status class;
 // plus the transport's own duties: decoding compressed answers, no retries, aborts and connection failures shaped
 // like fetch's.
+import { execFile } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { promisify } from "node:util";
 import zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
-import { onTransport } from "../../src/upstream/request.js";
+import { LazyClient, onTransport } from "../../src/upstream/request.js";
 import { HttpTransport } from "../../src/upstream/transport.js";
 
 type Answer = { status: number; type?: string; body?: string | Buffer; headers?: Record<string, string> };
@@ -48,9 +51,11 @@ afterAll(async () => {
 });
 
 function clients() {
-  const generated = createClient({ baseUrl: base, headers: { accept: "application/json", authorization: "Basic eDp5" } });
+  const config = { baseUrl: `${base}/`, headers: { accept: "application/json", authorization: "Basic eDp5" } };
+  const generated = createClient(config);
+  const lazy = new LazyClient(config);
   const transport = new HttpTransport();
-  return { generated, lean: onTransport(generated, transport), transport };
+  return { generated, lazy, lean: onTransport(lazy, transport), transport };
 }
 
 /** What a caller can observe of a result. */
@@ -147,6 +152,60 @@ describe("the generated request cycle on node:http", () => {
     expect(r.response.status).toBe(201);
     expect(r.response.headers.get("x-next-cursor")).toBe("c1");
     transport.close();
+  });
+});
+
+describe("the generated client, built only when needed", () => {
+  it("the fast path builds none; interceptors, once set, build it and every later call goes through them", async () => {
+    const { generated, lazy, lean, transport } = clients();
+    answers.set("GET /session/ses_5", { status: 200, type: "application/json", body: '{"id":"ses_5"}' });
+    expect((await sdk.sessionGet({ client: lean, path: { sessionID: "ses_5" } })).data).toEqual({ id: "ses_5" });
+    expect(lazy.built).toBeUndefined();
+    expect(lean.buildUrl({ url: "/session/{sessionID}", path: { sessionID: "ses_5" }, query: { directory: "/a b" } })).toBe(
+      generated.buildUrl({ url: "/session/{sessionID}", path: { sessionID: "ses_5" }, query: { directory: "/a b" } }),
+    );
+    expect(lean.getConfig().baseUrl).toBe(base);
+    lean.interceptors.request.use((request) => {
+      request.headers.set("x-intercepted", "yes");
+      return request;
+    });
+    expect(lazy.built).toBeDefined();
+    await sdk.sessionGet({ client: lean, path: { sessionID: "ses_5" } });
+    expect(seen.at(-1)!.headers["x-intercepted"]).toBe("yes");
+    transport.close();
+  });
+
+  it("setConfig moves later calls to the new base URL, built or not", async () => {
+    const { lazy, lean, transport } = clients();
+    answers.set("GET /global/health", { status: 200, type: "application/json", body: '{"healthy":true}' });
+    lazy.setConfig({ baseUrl: "http://127.0.0.1:1/" });
+    expect(lean.getConfig().baseUrl).toBe("http://127.0.0.1:1");
+    const refused = (await sdk.globalHealth({ client: lean })) as { error?: unknown };
+    expect(refused.error).toBeInstanceOf(TypeError);
+    lean.setConfig({ baseUrl: base });
+    expect((await sdk.globalHealth({ client: lean })).data).toEqual({ healthy: true });
+    expect(lazy.built).toBeUndefined();
+    transport.close();
+  });
+
+  it("an UpstreamClient's calls never load undici (WHATWG fetch/Headers) in a fresh process", async () => {
+    const root = path.resolve(import.meta.dirname, "../..");
+    const script = `
+      import http from "node:http";
+      import { UpstreamClient } from ${JSON.stringify(path.join(root, "src/upstream/client.ts"))};
+      import * as sdk from ${JSON.stringify(path.join(root, "generated/opencode/sdk.gen.ts"))};
+      const undici = () => process.moduleLoadList.some((m) => m.includes("undici"));
+      const before = undici();
+      const server = http.createServer((_q, r) => { r.setHeader("content-type", "application/json"); r.end('{"healthy":true}'); });
+      await new Promise((res) => server.listen(0, "127.0.0.1", res));
+      const client = new UpstreamClient({ baseUrl: "http://127.0.0.1:" + server.address().port });
+      const r = await client.call("globalHealth", (c) => sdk.globalHealth({ client: c.client, signal: c.signal }));
+      process.stdout.write(JSON.stringify({ before, after: undici(), data: r }));
+      client.close();
+      server.close();
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual({ before: false, after: false, data: { healthy: true } });
   });
 });
 

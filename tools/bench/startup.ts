@@ -3,6 +3,7 @@
 // answering the same request (./startup-probe.ts, shared with bench:scale). Prints medians, the ratio and the issue 23
 // target line (cold start ≤ 3× the bare server). Bounded: BENCH_RUNS runs (default 7), each with a 20 s cap.
 // The gateway points at the stub OpenCode (OPENCODE_BASE_URL), so OpenCode's own start-up is not measured.
+import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startStubUpstream } from "../upstream/stub.js";
@@ -17,14 +18,17 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
+// Every process starts in a throwaway directory: the gateway's default store (./opencode-a2a.db) is made there, not in
+// the checkout, and each later run opens the store the first one made (a later start, as a restart is).
+const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "bench-startup-"));
 const stub = await startStubUpstream();
 const env = { ...process.env, A2A_BEARER_TOKEN: "bench-token-123456", A2A_PORT: "0", A2A_LOG_LEVEL: "silent", OPENCODE_BASE_URL: stub.url };
 const gateway: number[] = [];
 const baseline: number[] = [];
 const load = os.loadavg()[0]!;
 for (let i = 0; i < RUNS; i++) {
-  baseline.push(await startToCard(process.execPath, ["-e", BARE_SERVER], { cwd: root, env }));
-  gateway.push(await startToCard(process.execPath, ["bin/opencode-a2a.js", "serve"], { cwd: root, env }));
+  baseline.push(await startToCard(process.execPath, ["-e", BARE_SERVER], { cwd, env }));
+  gateway.push(await startToCard(process.execPath, [path.join(root, "bin/opencode-a2a.js"), "serve"], { cwd, env }));
 }
 const g = median(gateway);
 const b = median(baseline);
@@ -34,3 +38,4 @@ console.log(`  opencode-a2a        median ${g.toFixed(0)} ms  [${gateway.map((x)
 console.log(`  ratio gateway/baseline: ${(g / b).toFixed(2)}x`);
 console.log(`  ${g / b <= 3 ? "PASS" : "FAIL"}  cold start ≤ 3× the bare node:http server: ${(g / b).toFixed(2)}× (${g.toFixed(0)} ms against ${b.toFixed(0)} ms)`);
 await stub.close();
+fs.rmSync(cwd, { recursive: true, force: true });
