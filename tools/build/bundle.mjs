@@ -5,7 +5,7 @@
 // chunks, loaded when first used. Native or file-resolved packages stay external: better-sqlite3 (a .node addon),
 // pino-pretty (loaded by require for the terminal format only), opencode-ai (its binary is found by path).
 // bin/opencode-a2a.js runs dist/bundle/main.js when it exists, else dist/src/main.js.
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { build } from "esbuild";
 
@@ -21,10 +21,13 @@ await build({
   platform: "node",
   target: "node20.19",
   external: ["better-sqlite3", "pino-pretty", "opencode-ai"],
-  // Smaller text to read and scan at start; names are kept (error classes and logs use them).
+  // Smaller text to read and scan at start. Identifiers are not minified, and keepNames is off: it wraps every
+  // function and class in a name-setting call run at load (~1,700 of them, ~40 ms of start-up). Without it, a
+  // top-level name that collides with another module's is renamed (`Foo` → `Foo2`), which its `name` then shows
+  // (stack traces, logged error types): the check below keeps the gateway's own classes out of that.
   minifyWhitespace: true,
   minifySyntax: true,
-  keepNames: true,
+  keepNames: false,
   sourcemap: "linked",
   legalComments: "linked",
   chunkNames: "chunks/[name]-[hash]",
@@ -49,3 +52,16 @@ await build({
     },
   ],
 });
+
+// The gateway's own classes keep their names in the bundle (their `name` is logged, e.g. as an error's type): a
+// class esbuild had to rename fails the build, naming it, so that the collision is resolved in the source.
+/** @param {string} dir */
+const jsFiles = (dir) => readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".js")).map((f) => path.join(dir, f));
+const own = new Set(jsFiles(path.join(root, "dist", "src")).flatMap((f) => [...readFileSync(f, "utf8").matchAll(/^(?:export )?(?:default )?class (\w+)/gm)].map((m) => m[1])));
+const bundled = jsFiles(outdir).map((f) => readFileSync(f, "utf8")).join("\n");
+// Renamed, a class reads `class Foo2 {` or, hoisted, `var Foo2=class{` (its name is then taken from the binding).
+const renamed = [...own].filter((name) => new RegExp(`\\bclass ${name}\\d+\\b|\\b${name}\\d+=class\\b`).test(bundled));
+if (renamed.length > 0) {
+  console.error(`bundle: renamed classes (a name collides with another module's; rename it in src/): ${renamed.join(", ")}`);
+  process.exit(1);
+}

@@ -18,7 +18,7 @@ import {
 } from "kysely";
 import type { StoreDatabase } from "../database.js";
 
-class Connection implements DatabaseConnection {
+class SqliteConnection implements DatabaseConnection {
   constructor(private readonly store: StoreDatabase) {}
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -37,7 +37,7 @@ class Connection implements DatabaseConnection {
 
 class SqliteDriver implements Driver {
   readonly #store: StoreDatabase;
-  readonly #connection: Connection;
+  readonly #connection: SqliteConnection;
   /** Settles when the connection is free; acquireConnection chains onto it. */
   #free: Promise<void> = Promise.resolve();
   #release: (() => void) | undefined;
@@ -46,7 +46,7 @@ class SqliteDriver implements Driver {
 
   constructor(store: StoreDatabase) {
     this.#store = store;
-    this.#connection = new Connection(store);
+    this.#connection = new SqliteConnection(store);
   }
 
   async init(): Promise<void> {}
