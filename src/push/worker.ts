@@ -82,11 +82,16 @@ export class OutboxWorker {
   /** Start delivering (what a previous process left in the outbox included). */
   start(): void {
     this.#started = true;
-    void this.#opts.outbox.size().then(
-      (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting from before the restart"),
-      () => undefined, // the store is down: kick() says so
-    );
-    this.kick();
+    // The first pass runs once the code that started the worker is done (a gateway starting up answers its first
+    // requests before the outbox's queries are first built: ~10 ms).
+    setImmediate(() => {
+      if (this.#stopped) return;
+      void this.#opts.outbox.size().then(
+        (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting from before the restart"),
+        () => undefined, // the store is down: kick() says so
+      );
+      this.kick();
+    });
   }
 
   /** Stop: in-flight POSTs are cut short and stay in the outbox for the next start. */
