@@ -6,6 +6,7 @@
 // statements (see SqlSessionStore): no call reads a row and then writes on what it read.
 import type { Kysely } from "kysely";
 import { int, storeCall } from "./sql/rows.js";
+import { PreparedQuery } from "./sql/prepared.js";
 import type { SqlSchema } from "./sql/schema.js";
 
 export type Clock = () => number;
@@ -106,17 +107,13 @@ export class SqlSessionStore implements SessionStore {
     private readonly now: Clock = Date.now,
   ) {}
 
+  /** getBinding()'s read (every new task of a context), compiled once (./sql/prepared.ts). */
+  readonly #binding = new PreparedQuery<[owner: string, contextId: string, scopeKey: string], { session_id: string }>((db, owner, contextId, scopeKey) =>
+    db.selectFrom("a2a_session_bindings").select("session_id").where("owner", "=", owner).where("context_id", "=", contextId).where("scope_key", "=", scopeKey),
+  );
+
   getBinding(owner: string, contextId: string, scopeKey = ""): Promise<string | undefined> {
-    return storeCall("sessions.getBinding", async () => {
-      const row = await this.db
-        .selectFrom("a2a_session_bindings")
-        .select("session_id")
-        .where("owner", "=", owner)
-        .where("context_id", "=", contextId)
-        .where("scope_key", "=", scopeKey)
-        .executeTakeFirst();
-      return row?.session_id;
-    });
+    return storeCall("sessions.getBinding", async () => (await this.#binding.execute(this.db, owner, contextId, scopeKey))[0]?.session_id);
   }
 
   setBinding(owner: string, contextId: string, scopeKey: string, sessionId: string): Promise<void> {

@@ -2,7 +2,7 @@
 // First terminal state wins in SQL: the save is one UPDATE whose WHERE clause refuses a stored terminal state, atomic
 // against any other writer (another request, another gateway on the same database).
 import crypto from "node:crypto";
-import { PostgresAdapter, type Kysely } from "kysely";
+import { PostgresAdapter, type InsertResult, type Kysely, type UpdateResult } from "kysely";
 import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
 import type { ListParams, Task, TaskState } from "../protocol/model.js";
 import { ChangeWatch, DEFAULT_CHANGE_CHECK_MS } from "./change-watch.js";
@@ -40,6 +40,21 @@ export interface SqlTaskStoreOptions {
 export { DEFAULT_CHANGE_CHECK_MS };
 
 /** What the store objects bound to one database (and to its transactions) share. */
+type CreateArgs = [
+  id: string,
+  contextId: string,
+  owner: string,
+  state: string,
+  statusTimestamp: string,
+  sessionId: string | null,
+  directory: string | null,
+  acceptedOutputModes: string | null,
+  taskJson: string,
+  instance: string | null,
+  createdAt: string,
+  updatedAt: string,
+];
+
 interface Shared {
   tokens: PageTokens;
   views: Map<string, StoredTaskView>;
@@ -54,6 +69,10 @@ interface Shared {
   writes: number;
   /** view()'s read, compiled once (./sql/prepared.ts): only what a read needs, no binding columns to fetch and decode. */
   viewRow: PreparedQuery<[id: string], { owner: string; task_json: string }>;
+  /** create()'s INSERT (every new task), compiled once; nulls are bound values too. */
+  createRow: PreparedQuery<CreateArgs, InsertResult>;
+  /** save()'s UPDATE (a turn's write), compiled once. */
+  saveRow: PreparedQuery<[taskJson: string, state: string, statusTimestamp: string, contextId: string, updatedAt: string, id: string], UpdateResult>;
 }
 
 const PAGE_TOKEN_KEY = "page_token_key";
@@ -92,6 +111,33 @@ export class SqlTaskStore implements TaskStore {
     const watch = options.watch ?? (options.changeCounter === undefined ? undefined : new ChangeWatch(options.changeCounter, options.changeCheckMs));
     const cacheSize = watch === undefined ? 0 : (options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE);
     const viewRow = new PreparedQuery((q, id: string) => q.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id));
+    const createRow: Shared["createRow"] = new PreparedQuery((q, id, contextId, owner, state, statusTimestamp, sessionId, directory, modes, taskJson, instance, createdAt, updatedAt) =>
+      q
+        .insertInto("a2a_tasks")
+        .values({
+          id,
+          context_id: contextId,
+          owner,
+          state,
+          status_timestamp: statusTimestamp,
+          session_id: sessionId,
+          directory,
+          accepted_output_modes: modes,
+          task_json: taskJson,
+          instance,
+          created_at: createdAt,
+          updated_at: updatedAt,
+        })
+        .onConflict((oc) => oc.column("id").doNothing()),
+    );
+    // The terminal guard is the WHERE clause itself: atomic against any other writer.
+    const saveRow: Shared["saveRow"] = new PreparedQuery((q, taskJson, state, statusTimestamp, contextId, updatedAt, id) =>
+      q
+        .updateTable("a2a_tasks")
+        .set({ task_json: taskJson, state, status_timestamp: statusTimestamp, context_id: contextId, updated_at: updatedAt })
+        .where("id", "=", id)
+        .where("state", "not in", TERMINAL),
+    );
     const shared: Shared = {
       tokens: new PageTokens(key),
       views: new Map(),
@@ -100,6 +146,8 @@ export class SqlTaskStore implements TaskStore {
       reads: { dialect: db.getExecutor().adapter instanceof PostgresAdapter ? "postgres" : "sqlite", ...(options.readers === undefined ? {} : { readers: options.readers }) },
       writes: 0,
       viewRow,
+      createRow,
+      saveRow,
     };
     shared.watch?.subscribe(() => {
       shared.views.clear();
@@ -116,27 +164,11 @@ export class SqlTaskStore implements TaskStore {
   async create(task: Task, owner: string, extra: TaskExtra = {}): Promise<void> {
     this.shared.writes++;
     const stamp = new Date().toISOString();
-    const result = await storeCall("tasks.create", () =>
-      this.db
-        .insertInto("a2a_tasks")
-        .values({
-          id: task.id,
-          context_id: task.contextId,
-          owner,
-          state: task.status.state,
-          status_timestamp: canonicalTimestamp(task.status.timestamp),
-          session_id: extra.sessionId ?? null,
-          directory: extra.directory ?? null,
-          accepted_output_modes: extra.acceptedOutputModes === undefined ? null : JSON.stringify(extra.acceptedOutputModes),
-          task_json: serialize(task),
-          instance: extra.instance ?? null,
-          created_at: stamp,
-          updated_at: stamp,
-        })
-        .onConflict((oc) => oc.column("id").doNothing())
-        .executeTakeFirst(),
-    );
-    if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 0) throw invalid("id", `task ${task.id} already exists`);
+    const modes = extra.acceptedOutputModes === undefined ? null : JSON.stringify(extra.acceptedOutputModes);
+    const status = canonicalTimestamp(task.status.timestamp);
+    const row: CreateArgs = [task.id, task.contextId, owner, task.status.state, status, extra.sessionId ?? null, extra.directory ?? null, modes, serialize(task), extra.instance ?? null, stamp, stamp];
+    const result = await storeCall("tasks.create", () => this.shared.createRow.run(this.db, ...row));
+    if (Number(result.numAffectedRows ?? 0n) === 0) throw invalid("id", `task ${task.id} already exists`);
   }
 
   async get(id: string): Promise<StoredTask | undefined> {
@@ -194,20 +226,9 @@ export class SqlTaskStore implements TaskStore {
     this.shared.writes++;
     this.shared.views.delete(task.id);
     return storeCall("tasks.save", async () => {
-      // The terminal guard is the WHERE clause itself: atomic against any other writer.
-      const result = await this.db
-        .updateTable("a2a_tasks")
-        .set({
-          task_json: serialize(task),
-          state: task.status.state,
-          status_timestamp: canonicalTimestamp(task.status.timestamp),
-          context_id: task.contextId,
-          updated_at: new Date().toISOString(),
-        })
-        .where("id", "=", task.id)
-        .where("state", "not in", TERMINAL)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 1) return { applied: true } as const;
+      const { saveRow } = this.shared;
+      const result = await saveRow.run(this.db, serialize(task), task.status.state, canonicalTimestamp(task.status.timestamp), task.contextId, new Date().toISOString(), task.id);
+      if (Number(result.numAffectedRows) === 1) return { applied: true } as const;
       const row = await this.db.selectFrom("a2a_tasks").select("state").where("id", "=", task.id).executeTakeFirst();
       return row === undefined ? ({ applied: false, reason: "not_found" } as const) : ({ applied: false, reason: "terminal", state: row.state as TaskState } as const);
     });

@@ -1,10 +1,11 @@
-// Hot reads (GetTask's task row and governance summary) as queries built and compiled once. Kysely builds an
+// Hot queries (GetTask's task row and governance summary, a turn's task update, push config and session lookups) as
+// queries built and compiled once. Kysely builds an
 // operation tree and compiles it to SQL on every call: for a one-row read that is most of the call's CPU (a profile
 // of GetTask on SQLite put Kysely's builders and compiler at ~70 µs of ~400 µs per request). A prepared query is
 // built once per store (so once per dialect: the SQL is the dialect's own) with placeholder arguments, and each call
 // only swaps the arguments into the compiled query's parameter list and runs it through the same Kysely executor
 // (connection, transaction and driver as any other query). One implementation for SQLite and PostgreSQL.
-import type { Compilable, CompiledQuery, Kysely } from "kysely";
+import type { Compilable, CompiledQuery, Kysely, QueryResult } from "kysely";
 import type { SqlSchema } from "./schema.js";
 
 /** A placeholder argument: a string nothing else binds, found again in the compiled parameters. */
@@ -15,13 +16,14 @@ const marker = (i: number): string => `\u0000opencode-a2a prepared argument ${i}
  * awaits: most of a one-row SQLite read): the SQLite connection when no transaction holds it (./sqlite-dialect.ts).
  * Registered for the store's root Kysely instance only; a transaction's instance always goes through Kysely.
  */
-const direct = new WeakMap<object, <R>(query: CompiledQuery) => R[] | undefined>();
+const direct = new WeakMap<object, <R>(query: CompiledQuery) => QueryResult<R> | undefined>();
 
-export function runsDirectly(db: Kysely<SqlSchema>, runNow: <R>(query: CompiledQuery) => R[] | undefined): void {
+export function runsDirectly(db: Kysely<SqlSchema>, runNow: <R>(query: CompiledQuery) => QueryResult<R> | undefined): void {
   direct.set(db, runNow);
 }
 
-export class PreparedQuery<A extends string[], R> {
+/** Arguments are strings (placeholders while building); a value bound in `values()` or `set()` may also be null. */
+export class PreparedQuery<A extends (string | null)[], R> {
   #compiled: CompiledQuery<R> | undefined;
   /** For each compiled parameter: the index of the argument it takes, or -1 for a constant of the query. */
   #slots: number[] = [];
@@ -31,10 +33,15 @@ export class PreparedQuery<A extends string[], R> {
 
   /** Runs the query with `args` on `db` (the store's Kysely instance or one of its transactions). */
   async execute(db: Kysely<SqlSchema>, ...args: A): Promise<R[]> {
+    return (await this.run(db, ...args)).rows;
+  }
+
+  /** As execute(), with the whole result (`numAffectedRows` of a write). */
+  async run(db: Kysely<SqlSchema>, ...args: A): Promise<QueryResult<R>> {
     const compiled = this.#compiled ?? this.#compile(db, args.length);
     const parameters = this.#slots.map((slot, i) => (slot < 0 ? compiled.parameters[i] : args[slot]));
     const query: CompiledQuery<R> = { ...compiled, parameters };
-    return direct.get(db)?.<R>(query) ?? (await db.executeQuery<R>(query)).rows;
+    return direct.get(db)?.<R>(query) ?? (await db.executeQuery<R>(query));
   }
 
   #compile(db: Kysely<SqlSchema>, arity: number): CompiledQuery<R> {

@@ -22,11 +22,15 @@ class SqliteConnection implements DatabaseConnection {
   constructor(private readonly store: StoreDatabase) {}
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    return Promise.resolve(this.run<R>(query));
+  }
+
+  run<R>(query: CompiledQuery): QueryResult<R> {
     const statement = this.store.statement(query.sql);
     const parameters = query.parameters as unknown[];
-    if (statement.reader) return Promise.resolve({ rows: statement.safeIntegers(true).all(...parameters) as R[] });
+    if (statement.reader) return { rows: statement.safeIntegers(true).all(...parameters) as R[] };
     const result = statement.run(...parameters);
-    return Promise.resolve({ rows: [], numAffectedRows: BigInt(result.changes), insertId: BigInt(result.lastInsertRowid) });
+    return { rows: [], numAffectedRows: BigInt(result.changes), insertId: BigInt(result.lastInsertRowid) };
   }
 
   // eslint-disable-next-line require-yield
@@ -56,13 +60,9 @@ class SqliteDriver implements Driver {
    * undefined (the caller goes through the queue). Nothing can come between: better-sqlite3 runs it to its end
    * before this returns, as an acquire → execute → release through the queue would with the connection free.
    */
-  runNow<R>(query: CompiledQuery): R[] | undefined {
+  runNow<R>(query: CompiledQuery): QueryResult<R> | undefined {
     if (this.#users !== 0) return undefined;
-    const statement = this.#store.statement(query.sql);
-    const parameters = query.parameters as unknown[];
-    if (statement.reader) return statement.safeIntegers(true).all(...parameters) as R[];
-    statement.run(...parameters);
-    return [];
+    return this.#connection.run<R>(query);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -102,7 +102,7 @@ class SqliteDriver implements Driver {
 }
 
 /** A Kysely dialect over `store`'s connection (closing the store closes it; Kysely's destroy() does not). */
-export function sqliteDialect(store: StoreDatabase): Dialect & { runNow<R>(query: CompiledQuery): R[] | undefined } {
+export function sqliteDialect(store: StoreDatabase): Dialect & { runNow<R>(query: CompiledQuery): QueryResult<R> | undefined } {
   const driver = new SqliteDriver(store);
   return {
     runNow: (query) => driver.runNow(query),
