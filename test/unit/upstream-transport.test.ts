@@ -188,24 +188,31 @@ describe("the generated client, built only when needed", () => {
     transport.close();
   });
 
-  it("an UpstreamClient's calls never load undici (WHATWG fetch/Headers) in a fresh process", async () => {
+  it("an UpstreamClient's calls never read the WHATWG fetch globals (which load undici) in a fresh process", async () => {
     const root = path.resolve(import.meta.dirname, "../..");
+    // Every read of the globals is recorded (Node defines them as lazy getters; the first read loads undici).
     const script = `
-      import http from "node:http";
-      import { UpstreamClient } from ${JSON.stringify(path.join(root, "src/upstream/client.ts"))};
-      import * as sdk from ${JSON.stringify(path.join(root, "generated/opencode/sdk.gen.ts"))};
-      const undici = () => process.moduleLoadList.some((m) => m.includes("undici"));
-      const before = undici();
-      const server = http.createServer((_q, r) => { r.setHeader("content-type", "application/json"); r.end('{"healthy":true}'); });
+      const read = [];
+      for (const name of ["fetch", "Headers", "Request", "Response", "FormData"]) {
+        const d = Object.getOwnPropertyDescriptor(globalThis, name);
+        if (d === undefined) continue;
+        Object.defineProperty(globalThis, name, { configurable: true, get() { read.push(name); return d.get ? d.get.call(globalThis) : d.value; } });
+      }
+      const http = await import("node:http");
+      const { UpstreamClient } = await import(${JSON.stringify(path.join(root, "src/upstream/client.ts"))});
+      const sdk = await import(${JSON.stringify(path.join(root, "generated/opencode/sdk.gen.ts"))});
+      const server = http.createServer((_q, r) => { r.setHeader("content-type", "application/json"); r.statusCode = _q.url.startsWith("/session/") ? 429 : 200; r.setHeader("retry-after", "3"); r.end('{"healthy":true}'); });
       await new Promise((res) => server.listen(0, "127.0.0.1", res));
       const client = new UpstreamClient({ baseUrl: "http://127.0.0.1:" + server.address().port });
-      const r = await client.call("globalHealth", (c) => sdk.globalHealth({ client: c.client, signal: c.signal }));
-      process.stdout.write(JSON.stringify({ before, after: undici(), data: r }));
+      const data = await client.call("globalHealth", (c) => sdk.globalHealth({ client: c.client, signal: c.signal }));
+      // A refused call reads its Retry-After header without building Headers.
+      const refused = await client.call("sessionGet", (c) => sdk.sessionGet({ client: c.client, signal: c.signal, path: { sessionID: "ses_1" } })).catch((e) => e.retryAfterSeconds);
+      process.stdout.write(JSON.stringify({ read, data, refused }));
       client.close();
       server.close();
     `;
     const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root });
-    expect(JSON.parse(stdout)).toEqual({ before: false, after: false, data: { healthy: true } });
+    expect(JSON.parse(stdout)).toEqual({ read: [], data: { healthy: true }, refused: 3 });
   });
 });
 
