@@ -68,7 +68,6 @@ class BodylessResponse implements Response {
   readonly status: number;
   readonly statusText: string;
   readonly #answer: HttpAnswer;
-  #rawHeaders: string[];
   #headers: Headers | undefined;
 
   constructor(answer: HttpAnswer) {
@@ -76,7 +75,6 @@ class BodylessResponse implements Response {
     this.statusText = answer.statusText;
     this.ok = answer.status >= 200 && answer.status <= 299;
     this.#answer = answer;
-    this.#rawHeaders = answer.rawHeaders;
   }
 
   /** `headers.get(name)` without building Headers (`name` lower-case). */
@@ -87,7 +85,8 @@ class BodylessResponse implements Response {
   get headers(): Headers {
     if (this.#headers === undefined) {
       const headers = new Headers();
-      for (let i = 0; i + 1 < this.#rawHeaders.length; i += 2) headers.append(this.#rawHeaders[i]!, this.#rawHeaders[i + 1]!);
+      const raw = this.#answer.rawHeaders;
+      for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
       this.#headers = headers;
     }
     return this.#headers;
