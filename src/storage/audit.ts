@@ -226,13 +226,13 @@ export interface SqlAuditStoreOptions {
  * gateway is appending while a listing pages are in it only if committed before the page that would hold them is
  * read — as for any entry appended meanwhile — and no entry is ever listed twice in one paging.
  */
-export class SqlAuditStore implements AuditStore {
-  /**
-   * The INSERT of each chunk size, built and compiled once (./sql/prepared.ts): Kysely would otherwise build and
-   * compile a statement of up to 8,192 parameters for every batch, which cost as much CPU as SQLite's own work.
-   */
-  readonly #inserts = new Map<number, PreparedQuery<string[], unknown>>();
+/**
+ * The INSERT of each chunk size, a prepared query (./sql/prepared.ts): Kysely would otherwise build and compile a
+ * statement of up to 8,192 parameters for every batch, which cost as much CPU as SQLite's own work.
+ */
+const inserts = new Map<number, PreparedQuery<string[], unknown>>();
 
+export class SqlAuditStore implements AuditStore {
   readonly #traceWindow: number;
 
   constructor(
@@ -256,7 +256,7 @@ export class SqlAuditStore implements AuditStore {
   }
 
   #insert(db: Kysely<SqlSchema>, rows: Insertable<AuditLogTable>[]): Promise<unknown> {
-    let prepared = this.#inserts.get(rows.length);
+    let prepared = inserts.get(rows.length);
     if (prepared === undefined) {
       const size = rows.length;
       prepared = new PreparedQuery<string[], unknown>((qb, ...args) =>
@@ -264,7 +264,7 @@ export class SqlAuditStore implements AuditStore {
           Array.from({ length: size }, (_, r) => Object.fromEntries(COLUMNS.map((c, k) => [c, args[r * COLUMNS.length + k]])) as unknown as Insertable<AuditLogTable>),
         ),
       );
-      this.#inserts.set(size, prepared);
+      inserts.set(size, prepared);
     }
     const args: unknown[] = [];
     for (const row of rows) for (const c of COLUMNS) args.push(row[c]);

@@ -120,22 +120,22 @@ export class AbsentGovernance {
   }
 }
 
+// presence() and overview() run at every read of a task: prepared queries (./sql/prepared.ts).
+const presenceOf = new PreparedQuery<[taskId: string], { trail: Int | boolean; bindings: Int | boolean }>((db, taskId) =>
+  db.selectNoFrom((eb) => [
+    eb.exists(eb.selectFrom("a2a_governance_trail").select("id").where("task_id", "=", taskId)).as("trail"),
+    eb.exists(eb.selectFrom("a2a_interrupt_requests").select("request_id").where("task_id", "=", taskId)).as("bindings"),
+  ]),
+);
+const overviewOf = new PreparedQuery<[taskId: string], OverviewRow>((db, taskId) => {
+  const trail = db.selectFrom("a2a_governance_trail").where("task_id", "=", taskId);
+  const count = (kind: "decision" | "feedback") => trail.where("kind", "=", kind).select((eb) => eb.fn.countAll<Int>().as("n"));
+  const last = (kind: "decision" | "feedback") => trail.where("kind", "=", kind).select("source").orderBy("id", "desc").limit(1);
+  return db.selectNoFrom([count("decision").as("decisions"), last("decision").as("last_decision"), count("feedback").as("reviews"), last("feedback").as("last_review")]);
+});
+
 /** The governance store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
 export class SqlGovernanceStore implements GovernanceStore {
-  // presence() and overview() run at every read of a task: compiled once (./sql/prepared.ts).
-  readonly #presence = new PreparedQuery<[taskId: string], { trail: Int | boolean; bindings: Int | boolean }>((db, taskId) =>
-    db.selectNoFrom((eb) => [
-      eb.exists(eb.selectFrom("a2a_governance_trail").select("id").where("task_id", "=", taskId)).as("trail"),
-      eb.exists(eb.selectFrom("a2a_interrupt_requests").select("request_id").where("task_id", "=", taskId)).as("bindings"),
-    ]),
-  );
-  readonly #overview = new PreparedQuery<[taskId: string], OverviewRow>((db, taskId) => {
-    const trail = db.selectFrom("a2a_governance_trail").where("task_id", "=", taskId);
-    const count = (kind: "decision" | "feedback") => trail.where("kind", "=", kind).select((eb) => eb.fn.countAll<Int>().as("n"));
-    const last = (kind: "decision" | "feedback") => trail.where("kind", "=", kind).select("source").orderBy("id", "desc").limit(1);
-    return db.selectNoFrom([count("decision").as("decisions"), last("decision").as("last_decision"), count("feedback").as("reviews"), last("feedback").as("last_review")]);
-  });
-
   constructor(
     private readonly db: Kysely<SqlSchema>,
     private readonly known?: AbsentGovernance,
@@ -146,7 +146,7 @@ export class SqlGovernanceStore implements GovernanceStore {
     if (known?.has(taskId) === true) return Promise.resolve({ trail: false, bindings: false });
     const token = known?.reading() ?? 0;
     return storeCall("governance.presence", async () => {
-      const row = (await this.#presence.execute(this.db, taskId))[0]!;
+      const row = (await presenceOf.execute(this.db, taskId))[0]!;
       const presence = { trail: flag(row.trail), bindings: flag(row.bindings) };
       if (!presence.trail && !presence.bindings) known?.absent(taskId, token);
       return presence;
@@ -155,7 +155,7 @@ export class SqlGovernanceStore implements GovernanceStore {
 
   overview(taskId: string): Promise<TrailOverview> {
     return storeCall("governance.overview", async () => {
-      const row = (await this.#overview.execute(this.db, taskId))[0]!;
+      const row = (await overviewOf.execute(this.db, taskId))[0]!;
       const decisions = int(row.decisions ?? 0);
       const reviews = int(row.reviews ?? 0);
       return {

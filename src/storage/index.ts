@@ -177,16 +177,15 @@ function stores(
   now: Clock,
   absent?: AbsentGovernance,
 ): Omit<Storage, "backend" | "description" | "database" | "postgres" | "close"> {
-  const pushConfigs = new SqlPushConfigStore(sql, now);
   return {
     sql,
     tasks,
     sessions: new SqlSessionStore(sql, now),
-    pushConfigs,
+    pushConfigs: new SqlPushConfigStore(sql, now),
     pushOutbox: new SqlPushOutboxStore(sql, now),
     atomically: (fn) =>
       storeCall("atomically", () =>
-        sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now, pushConfigs.queries), pushOutbox: new SqlPushOutboxStore(trx, now) })),
+        sql.transaction().execute((trx) => fn({ tasks: tasks.within(trx), pushConfigs: new SqlPushConfigStore(trx, now), pushOutbox: new SqlPushOutboxStore(trx, now) })),
       ),
     interrupts: new SqlInterruptStore(sql, now, absent),
     audit: new SqlAuditStore(sql),

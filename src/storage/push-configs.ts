@@ -22,20 +22,16 @@ export interface PushConfigStore {
 
 const parse = (json: string): PushConfig => JSON.parse(json) as PushConfig;
 
-/** list(), run at every state change of a task (push delivery), compiled once per store and shared with its transactions. */
-export class PushConfigQueries {
-  readonly list = new PreparedQuery<[taskId: string], { config_json: string }>((db, taskId) =>
-    db.selectFrom("a2a_push_configs").select("config_json").where("task_id", "=", taskId).orderBy("rowid"),
-  );
-}
+/** list()'s read, run at every state change of a task (push delivery): a prepared query (./sql/prepared.ts). */
+const listConfigs = new PreparedQuery<[taskId: string], { config_json: string }>((db, taskId) =>
+  db.selectFrom("a2a_push_configs").select("config_json").where("task_id", "=", taskId).orderBy("rowid"),
+);
 
 /** The push config store of both SQL backends (SQLite and PostgreSQL), written once with Kysely. */
 export class SqlPushConfigStore implements PushConfigStore {
   constructor(
     private readonly db: Kysely<SqlSchema>,
     private readonly now: () => number = Date.now,
-    /** The root store's (a transaction's store gets its root's). */
-    readonly queries = new PushConfigQueries(),
   ) {}
 
   set(config: PushConfig): Promise<void> {
@@ -59,7 +55,7 @@ export class SqlPushConfigStore implements PushConfigStore {
   }
 
   list(taskId: string): Promise<PushConfig[]> {
-    return storeCall("pushConfigs.list", async () => (await this.queries.list.execute(this.db, taskId)).map((r) => parse(r.config_json)));
+    return storeCall("pushConfigs.list", async () => (await listConfigs.execute(this.db, taskId)).map((r) => parse(r.config_json)));
   }
 
   has(taskId: string): Promise<boolean> {

@@ -101,19 +101,19 @@ const ownedOutcome = (existing: string, owner: string): ClaimOutcome => (existin
  *     taking the mutex and drops its claim when an owner appeared in between.
  * No transaction spans an await (on SQLite the connection is shared with the synchronous stores).
  */
+/** getBinding()'s read (every new task of a context): a prepared query (./sql/prepared.ts). */
+const bindingOf = new PreparedQuery<[owner: string, contextId: string, scopeKey: string], { session_id: string }>((db, owner, contextId, scopeKey) =>
+  db.selectFrom("a2a_session_bindings").select("session_id").where("owner", "=", owner).where("context_id", "=", contextId).where("scope_key", "=", scopeKey),
+);
+
 export class SqlSessionStore implements SessionStore {
   constructor(
     private readonly db: Kysely<SqlSchema>,
     private readonly now: Clock = Date.now,
   ) {}
 
-  /** getBinding()'s read (every new task of a context), compiled once (./sql/prepared.ts). */
-  readonly #binding = new PreparedQuery<[owner: string, contextId: string, scopeKey: string], { session_id: string }>((db, owner, contextId, scopeKey) =>
-    db.selectFrom("a2a_session_bindings").select("session_id").where("owner", "=", owner).where("context_id", "=", contextId).where("scope_key", "=", scopeKey),
-  );
-
   getBinding(owner: string, contextId: string, scopeKey = ""): Promise<string | undefined> {
-    return storeCall("sessions.getBinding", async () => (await this.#binding.execute(this.db, owner, contextId, scopeKey))[0]?.session_id);
+    return storeCall("sessions.getBinding", async () => (await bindingOf.execute(this.db, owner, contextId, scopeKey))[0]?.session_id);
   }
 
   setBinding(owner: string, contextId: string, scopeKey: string, sessionId: string): Promise<void> {

@@ -5,7 +5,7 @@ import crypto from "node:crypto";
 import { PostgresAdapter, type InsertResult, type Kysely, type UpdateResult } from "kysely";
 import { DEFAULT_TASK_CACHE_SIZE } from "../config/store-url.js";
 import type { ListParams, Task, TaskState } from "../protocol/model.js";
-import { ChangeWatch, DEFAULT_CHANGE_CHECK_MS } from "./change-watch.js";
+import type { ChangeWatch } from "./change-watch.js";
 import { storeUnavailable } from "./database.js";
 import { PreparedQuery } from "./sql/prepared.js";
 import type { SqliteReaders } from "./sql/readers.js";
@@ -17,29 +17,20 @@ import { canonicalTimestamp, deepFreeze, invalid, PageTokens, resolveListQuery, 
 export interface SqlTaskStoreOptions {
   /**
    * Read cache (A2A_TASK_STORE_CACHE_SIZE): how many tasks view() keeps parsed and frozen, least recently read
-   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE. Only with `watch` or `changeCounter`.
+   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE. Only with `watch`.
    */
   cacheSize?: number;
   /**
    * What tells the cache of other connections' commits (./change-watch.ts), shared with the connection's other caches.
-   * Without it (or `changeCounter`) nothing is cached: on PostgreSQL other gateways write the same rows.
+   * Without it nothing is cached: on PostgreSQL other gateways write the same rows. Writes through this store are seen
+   * at once, other connections' commits within the watch's interval.
    */
   watch?: ChangeWatch;
-  /**
-   * Instead of `watch`, a counter that changes whenever another connection commits (SQLite: `PRAGMA data_version`),
-   * watched by this store alone, asked at most every `changeCheckMs` (default DEFAULT_CHANGE_CHECK_MS, 0 = before
-   * every read). Writes through this store are seen at once.
-   */
-  changeCounter?: () => number;
-  changeCheckMs?: number;
   /** A SQLite file's reader threads: listings and their totals run there (./sql/readers.ts). */
   readers?: SqliteReaders;
 }
 
-/** How late view() may see another process's commit (ms): the change watch's default interval. */
-export { DEFAULT_CHANGE_CHECK_MS };
-
-/** What the store objects bound to one database (and to its transactions) share. */
+/** create()'s row, in the order of its INSERT's arguments. */
 type CreateArgs = [
   id: string,
   contextId: string,
@@ -55,6 +46,7 @@ type CreateArgs = [
   updatedAt: string,
 ];
 
+/** What the store objects bound to one database (and to its transactions) share. */
 interface Shared {
   tokens: PageTokens;
   views: Map<string, StoredTaskView>;
@@ -67,13 +59,41 @@ interface Shared {
    * read.
    */
   writes: number;
-  /** view()'s read, compiled once (./sql/prepared.ts): only what a read needs, no binding columns to fetch and decode. */
-  viewRow: PreparedQuery<[id: string], { owner: string; task_json: string }>;
-  /** create()'s INSERT (every new task), compiled once; nulls are bound values too. */
-  createRow: PreparedQuery<CreateArgs, InsertResult>;
-  /** save()'s UPDATE (a turn's write), compiled once. */
-  saveRow: PreparedQuery<[taskJson: string, state: string, statusTimestamp: string, contextId: string, updatedAt: string, id: string], UpdateResult>;
 }
+
+/** view()'s read (./sql/prepared.ts): only what a read needs, no binding columns to fetch and decode. */
+const viewRow = new PreparedQuery((q, id: string) => q.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id));
+
+/** create()'s INSERT (every new task); nulls are bound values too. */
+const createRow = new PreparedQuery<CreateArgs, InsertResult>((q, id, contextId, owner, state, statusTimestamp, sessionId, directory, modes, taskJson, instance, createdAt, updatedAt) =>
+  q
+    .insertInto("a2a_tasks")
+    .values({
+      id,
+      context_id: contextId,
+      owner,
+      state,
+      status_timestamp: statusTimestamp,
+      session_id: sessionId,
+      directory,
+      accepted_output_modes: modes,
+      task_json: taskJson,
+      instance,
+      created_at: createdAt,
+      updated_at: updatedAt,
+    })
+    .onConflict((oc) => oc.column("id").doNothing()),
+);
+
+/** save()'s UPDATE (a turn's write). The terminal guard is the WHERE clause itself: atomic against any other writer. */
+const saveRow = new PreparedQuery<[taskJson: string, state: string, statusTimestamp: string, contextId: string, updatedAt: string, id: string], UpdateResult>(
+  (q, taskJson, state, statusTimestamp, contextId, updatedAt, id) =>
+    q
+      .updateTable("a2a_tasks")
+      .set({ task_json: taskJson, state, status_timestamp: statusTimestamp, context_id: contextId, updated_at: updatedAt })
+      .where("id", "=", id)
+      .where("state", "not in", TERMINAL),
+);
 
 const PAGE_TOKEN_KEY = "page_token_key";
 
@@ -108,36 +128,8 @@ export class SqlTaskStore implements TaskStore {
       const row = await db.selectFrom("a2a_store_meta").select("value").where("key", "=", PAGE_TOKEN_KEY).executeTakeFirstOrThrow();
       return Buffer.from(row.value, "hex");
     });
-    const watch = options.watch ?? (options.changeCounter === undefined ? undefined : new ChangeWatch(options.changeCounter, options.changeCheckMs));
+    const { watch } = options;
     const cacheSize = watch === undefined ? 0 : (options.cacheSize ?? DEFAULT_TASK_CACHE_SIZE);
-    const viewRow = new PreparedQuery((q, id: string) => q.selectFrom("a2a_tasks").select(["owner", "task_json"]).where("id", "=", id));
-    const createRow: Shared["createRow"] = new PreparedQuery((q, id, contextId, owner, state, statusTimestamp, sessionId, directory, modes, taskJson, instance, createdAt, updatedAt) =>
-      q
-        .insertInto("a2a_tasks")
-        .values({
-          id,
-          context_id: contextId,
-          owner,
-          state,
-          status_timestamp: statusTimestamp,
-          session_id: sessionId,
-          directory,
-          accepted_output_modes: modes,
-          task_json: taskJson,
-          instance,
-          created_at: createdAt,
-          updated_at: updatedAt,
-        })
-        .onConflict((oc) => oc.column("id").doNothing()),
-    );
-    // The terminal guard is the WHERE clause itself: atomic against any other writer.
-    const saveRow: Shared["saveRow"] = new PreparedQuery((q, taskJson, state, statusTimestamp, contextId, updatedAt, id) =>
-      q
-        .updateTable("a2a_tasks")
-        .set({ task_json: taskJson, state, status_timestamp: statusTimestamp, context_id: contextId, updated_at: updatedAt })
-        .where("id", "=", id)
-        .where("state", "not in", TERMINAL),
-    );
     const shared: Shared = {
       tokens: new PageTokens(key),
       views: new Map(),
@@ -145,9 +137,6 @@ export class SqlTaskStore implements TaskStore {
       watch: cacheSize > 0 ? watch : undefined,
       reads: { dialect: db.getExecutor().adapter instanceof PostgresAdapter ? "postgres" : "sqlite", ...(options.readers === undefined ? {} : { readers: options.readers }) },
       writes: 0,
-      viewRow,
-      createRow,
-      saveRow,
     };
     shared.watch?.subscribe(() => {
       shared.views.clear();
@@ -167,7 +156,7 @@ export class SqlTaskStore implements TaskStore {
     const modes = extra.acceptedOutputModes === undefined ? null : JSON.stringify(extra.acceptedOutputModes);
     const status = canonicalTimestamp(task.status.timestamp);
     const row: CreateArgs = [task.id, task.contextId, owner, task.status.state, status, extra.sessionId ?? null, extra.directory ?? null, modes, serialize(task), extra.instance ?? null, stamp, stamp];
-    const result = await storeCall("tasks.create", () => this.shared.createRow.run(this.db, ...row));
+    const result = await storeCall("tasks.create", () => createRow.run(this.db, ...row));
     if (Number(result.numAffectedRows ?? 0n) === 0) throw invalid("id", `task ${task.id} already exists`);
   }
 
@@ -206,7 +195,7 @@ export class SqlTaskStore implements TaskStore {
       }
     }
     const writes = shared.writes;
-    const row = (await storeCall("tasks.view", () => shared.viewRow.execute(this.db, id)))[0];
+    const row = (await storeCall("tasks.view", () => viewRow.execute(this.db, id)))[0];
     if (row === undefined) return undefined;
     const view: StoredTaskView = { task: JSON.parse(row.task_json) as Task, owner: row.owner };
     if (caching && writes === shared.writes) {
@@ -226,7 +215,6 @@ export class SqlTaskStore implements TaskStore {
     this.shared.writes++;
     this.shared.views.delete(task.id);
     return storeCall("tasks.save", async () => {
-      const { saveRow } = this.shared;
       const result = await saveRow.run(this.db, serialize(task), task.status.state, canonicalTimestamp(task.status.timestamp), task.contextId, new Date().toISOString(), task.id);
       if (Number(result.numAffectedRows) === 1) return { applied: true } as const;
       const row = await this.db.selectFrom("a2a_tasks").select("state").where("id", "=", task.id).executeTakeFirst();

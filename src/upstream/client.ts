@@ -7,8 +7,7 @@ import type { Client } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import type { GlobalEventData, Session } from "../../generated/opencode/types.gen.js";
 import { classifyHttp, classifyThrown, UpstreamError } from "./errors.js";
-import { LazyClient, onTransport } from "./request.js";
-import { HttpTransport } from "./transport.js";
+import { clientOnTransport, type ClientOnTransport } from "./request.js";
 import { isObject } from "../util/object.js";
 import { beginCall, traceHeaders, type TraceContext } from "../tracing/index.js";
 
@@ -91,10 +90,9 @@ export const basicAuthHeader = (username: string, password: string): string =>
 export const isSession = (v: unknown): v is Session => isObject(v) && typeof v.id === "string" && v.id.startsWith("ses");
 
 export class UpstreamClient {
-  /** The generated client (global fetch), built when first needed; `call` hands the SDK functions `#callClient`, the same client on ./transport.ts. */
-  readonly #generated: LazyClient;
+  /** The client `call` hands the SDK functions: on ./transport.ts unless options.fetch is given (./request.ts). */
+  readonly #client: ClientOnTransport;
   readonly #callClient: Client;
-  readonly #transport: HttpTransport | undefined;
   #baseUrl: string;
   readonly #headers: Record<string, string>;
   #inFlight = 0;
@@ -109,14 +107,13 @@ export class UpstreamClient {
       headers.authorization = basicAuthHeader(options.username ?? "opencode", options.password);
     }
     this.#headers = headers;
-    this.#generated = new LazyClient({ baseUrl: this.#baseUrl, headers, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
-    this.#transport = options.fetch === undefined ? new HttpTransport() : undefined;
-    this.#callClient = this.#transport === undefined ? this.#generated.client : onTransport(this.#generated, this.#transport);
+    this.#client = clientOnTransport({ baseUrl: this.#baseUrl, headers, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
+    this.#callClient = this.#client.client;
   }
 
   /** Closes idle keep-alive connections to OpenCode. */
   close(): void {
-    this.#transport?.close();
+    this.#client.close();
   }
 
   /** URL and headers of OpenCode's `GET /global/event` (the EventHub reads it on a connection of its own). */
@@ -131,7 +128,7 @@ export class UpstreamClient {
   /** Points the client at a new URL (a managed OpenCode restarted on another port). */
   setBaseUrl(url: string): void {
     this.#baseUrl = url.replace(/\/+$/, "");
-    this.#generated.setConfig({ baseUrl: this.#baseUrl });
+    this.#client.lazy.setConfig({ baseUrl: this.#baseUrl });
   }
 
   /** Calls waiting for a budget slot, oldest first. */

@@ -19,8 +19,7 @@ import { EventEmitter } from "node:events";
 import { createInterface } from "node:readline";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
 import { basicAuthHeader } from "./client.js";
-import { LazyClient, onTransport } from "./request.js";
-import { HttpTransport } from "./transport.js";
+import { clientOnTransport } from "./request.js";
 
 export interface ManagedOpencodeOptions {
   binary: string;
@@ -318,8 +317,7 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
     if (this.#opts.password !== undefined && this.#opts.password !== "") {
       headers.authorization = basicAuthHeader(this.#opts.username, this.#opts.password);
     }
-    const transport = new HttpTransport();
-    const client = onTransport(new LazyClient({ baseUrl: url, headers }), transport);
+    const { client, close } = clientOnTransport({ baseUrl: url, headers });
     const deadline = Date.now() + 15_000;
     let last = "no answer";
     try {
@@ -334,7 +332,7 @@ export class ManagedOpencode extends EventEmitter<ManagedOpencodeEvents> {
         await new Promise((r) => setTimeout(r, 100));
       }
     } finally {
-      transport.close();
+      close();
     }
     throw new Error(`opencode at ${url} did not become healthy: ${last}`);
   }

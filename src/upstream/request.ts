@@ -13,7 +13,7 @@
 import { buildUrl, createConfig, getParseAs } from "../../generated/opencode/client/utils.gen.js";
 import { createClient, type Client, type Config } from "../../generated/opencode/client/index.js";
 import { getValidRequestBody } from "../../generated/opencode/core/utils.gen.js";
-import type { HttpAnswer, HttpTransport } from "./transport.js";
+import { HttpTransport, type HttpAnswer } from "./transport.js";
 
 type Options = Config & {
   url: string;
@@ -203,8 +203,28 @@ export class LazyClient {
   }
 }
 
+/** A generated client for `config`, and how to end its connections (UpstreamClient and the managed health probe). */
+export interface ClientOnTransport {
+  /** What the client is built from (setConfig changes both). */
+  lazy: LazyClient;
+  client: Client;
+  /** Closes the idle keep-alive connections of the transport (nothing with `config.fetch`). */
+  close(): void;
+}
+
+/**
+ * The generated client of `config` on a node:http transport of its own (see the header); with `config.fetch`, the
+ * generated client itself on that fetch (a caller's fetch is always used as given).
+ */
+export function clientOnTransport(config: Config): ClientOnTransport {
+  const lazy = new LazyClient(config);
+  if (config.fetch !== undefined) return { lazy, client: lazy.client, close: () => {} };
+  const transport = new HttpTransport();
+  return { lazy, client: onTransport(lazy, transport), close: () => transport.close() };
+}
+
 /** The generated client of `lazy` with its request methods running on `transport` (see the header). */
-export function onTransport(lazy: LazyClient, transport: HttpTransport): Client {
+function onTransport(lazy: LazyClient, transport: HttpTransport): Client {
   const generated = (options: Options): Promise<unknown> => lazy.client.request(options as never);
   const request = async (options: Options): Promise<unknown> => {
     const built = lazy.built;

@@ -80,12 +80,19 @@ export async function startGateway(env: Record<string, string> = {}, options: St
   const bound = options.bound ?? (await bindGateway());
   const { server, url } = bound;
   const store = privateStore(env);
-  const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...ONE_ADDRESS_ENV, ...store.env, ...env });
-  const gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
-    ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
-    ...(options.storage === undefined ? {} : { storage: options.storage }),
-    ...(options.pushClock === undefined ? {} : { pushClock: options.pushClock }),
-  });
+  let gateway: Gateway;
+  try {
+    const config = loadConfig({ A2A_BEARER_TOKEN: TEST_TOKEN, A2A_PUBLIC_URL: url, ...ONE_ADDRESS_ENV, ...store.env, ...env });
+    gateway = await createGateway(config, options.logger ?? pino({ level: "silent" }), {
+      ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+      ...(options.storage === undefined ? {} : { storage: options.storage }),
+      ...(options.pushClock === undefined ? {} : { pushClock: options.pushClock }),
+    });
+  } catch (error) {
+    // A configuration the test expects to be refused must not leave its store directory behind.
+    store.remove();
+    throw error;
+  }
   bound.attach(gateway.handler);
   gateway.warm();
   return {
@@ -94,8 +101,11 @@ export async function startGateway(env: Record<string, string> = {}, options: St
     gateway,
     server,
     close: async () => {
-      await gateway.close();
-      store.remove();
+      try {
+        await gateway.close();
+      } finally {
+        store.remove();
+      }
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

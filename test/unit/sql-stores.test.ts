@@ -69,14 +69,8 @@ if (postgresUrl !== undefined) {
   backends.push([
     "postgres",
     async () => {
-      const pg = await openTestPostgres();      return {
-        store: new SqlMessageStore(pg.db),
-        calls: new SqlSubtaskCallStore(pg.db),
-
-        close: pg.close,
-
-        break: pg.break,
-      };
+      const pg = await openTestPostgres();
+      return { store: new SqlMessageStore(pg.db), calls: new SqlSubtaskCallStore(pg.db), close: pg.close, break: pg.break };
     },
   ]);
 }

@@ -12,7 +12,8 @@ import type { Task, TaskState } from "../../src/protocol/model.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "../../src/storage/sql/sqlite-dialect.js";
 import type { SqlSchema } from "../../src/storage/sql/schema.js";
-import { DEFAULT_CHANGE_CHECK_MS, SqlTaskStore } from "../../src/storage/tasks-sql.js";
+import { ChangeWatch, DEFAULT_CHANGE_CHECK_MS } from "../../src/storage/change-watch.js";
+import { SqlTaskStore } from "../../src/storage/tasks-sql.js";
 import {
   LATEST_SCHEMA_VERSION,
   MIGRATIONS,
@@ -131,13 +132,13 @@ describe("sqlite specifics", () => {
       }
     });
 
-    it("asks the change counter at most once per changeCheckMs; its own writes are seen at once", async () => {
+    it("asks the change watch's counter at most once per interval; its own writes are seen at once", async () => {
       const file = path.join(freshDir(), "a2a.db");
       await (await openStorage({ backend: "sqlite", url: dbUrl(file) })).close();
       const db = openDatabase({ kind: "file", path: file });
       let asked = 0;
       let version = 1;
-      const tasks = await SqlTaskStore.open(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) }), { changeCounter: () => (asked++, version), changeCheckMs: 60_000 });
+      const tasks = await SqlTaskStore.open(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) }), { watch: new ChangeWatch(() => (asked++, version), 60_000) });
       try {
         await tasks.create(makeTask("t1"), "alice");
         for (let i = 0; i < 50; i++) expect((await tasks.view("t1"))?.task.status.state).toBe("working");
@@ -148,7 +149,7 @@ describe("sqlite specifics", () => {
         expect((await tasks.view("t1"))?.task.status.state).toBe("completed");
         expect(cached(storage0(tasks))).toBe(1);
         expect(asked).toBe(1);
-        const every = await SqlTaskStore.open(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) }), { changeCounter: () => (asked++, version), changeCheckMs: 0 });
+        const every = await SqlTaskStore.open(new Kysely<SqlSchema>({ dialect: sqliteDialect(db) }), { watch: new ChangeWatch(() => (asked++, version), 0) });
         for (let i = 0; i < 5; i++) await every.view("t1");
         expect(asked).toBe(6);
       } finally {

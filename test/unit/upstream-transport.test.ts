@@ -11,7 +11,7 @@ import zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../generated/opencode/client/index.js";
 import * as sdk from "../../generated/opencode/sdk.gen.js";
-import { LazyClient, onTransport } from "../../src/upstream/request.js";
+import { clientOnTransport } from "../../src/upstream/request.js";
 import { HttpTransport } from "../../src/upstream/transport.js";
 
 type Answer = { status: number; type?: string; body?: string | Buffer; headers?: Record<string, string> };
@@ -53,9 +53,8 @@ afterAll(async () => {
 function clients() {
   const config = { baseUrl: `${base}/`, headers: { accept: "application/json", authorization: "Basic eDp5" } };
   const generated = createClient(config);
-  const lazy = new LazyClient(config);
-  const transport = new HttpTransport();
-  return { generated, lazy, lean: onTransport(lazy, transport), transport };
+  const { lazy, client: lean, close } = clientOnTransport(config);
+  return { generated, lazy, lean, transport: { close } };
 }
 
 /** What a caller can observe of a result. */
