@@ -15,6 +15,7 @@ import { generateMcpToken, opencodeMcpConfig } from "./mcp/credential.js";
 import { configurationHelp } from "./cli/help.js";
 import { checkInstallation, InstallationError } from "./cli/preflight.js";
 import { logStartupSummary } from "./server/summary.js";
+import { capYoungGeneration } from "./util/young-generation.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
 
@@ -123,6 +124,8 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   // A single machine-readable line on stdout so supervisors and tests know where to connect.
   process.stdout.write(`opencode-a2a listening on ${bound}\n`);
   gateway.warm();
+  // Node 22+ would let the young generation grow to four times Node 20's size and keep it resident (./util/young-generation.ts).
+  capYoungGeneration();
   // In-flight requests (blocking calls and streams included), for the graceful shutdown.
   let inFlight = 0;
   let drained: (() => void) | undefined;

@@ -190,9 +190,11 @@ const cacheDir = path.join(os.tmpdir(), "opencode-a2a-scale");
 
 /** A fresh copy of the cached SQLite file of (root, n, layout); seeded first when there is none. */
 export async function seededSqlite(root: string, l: Layout, workDir: string, progress: (line: string) => void): Promise<Seeded> {
-  const { head, storage } = codeKey(root);
+  const { storage } = codeKey(root);
   fs.mkdirSync(cacheDir, { recursive: true });
-  const cached = path.join(cacheDir, `${head.slice(0, 12)}-st${storage}-n${l.n}-v${LAYOUT_VERSION}.db`);
+  // Keyed by the storage code that wrote it, not by the commit: a commit that leaves dist/src/storage alone seeds the
+  // same file, and seeding a million tasks takes minutes.
+  const cached = path.join(cacheDir, `st${storage}-n${l.n}-v${LAYOUT_VERSION}.db`);
   let seedMs = 0;
   if (!fs.existsSync(cached)) {
     const partial = `${cached}.partial-${process.pid}`;

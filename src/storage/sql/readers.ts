@@ -12,6 +12,7 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { CompiledQuery } from "kysely";
+import { youngGenerationLimit } from "../../util/young-generation.js";
 
 // CommonJS, evaluated as the thread's main script: it loads the better-sqlite3 build the gateway itself loaded
 // (sqliteModule()), so both threads run one native build.
@@ -89,9 +90,11 @@ class Thread {
   job: Job | undefined;
 
   constructor(options: SqliteReadersOptions, onIdle: (thread: Thread) => void, onGone: (thread: Thread, err: Error) => void) {
+    const young = youngGenerationLimit(); // Node 20's size on every line (../../util/young-generation.ts)
     this.worker = new Worker(THREAD, {
       eval: true,
       workerData: { module: sqliteModule(), file: options.file, busyTimeoutMs: options.busyTimeoutMs },
+      ...(young === undefined ? {} : { resourceLimits: { maxYoungGenerationSizeMb: young } }),
     });
     this.worker.unref();
     this.worker.on("message", (reply: Reply) => {
