@@ -73,6 +73,11 @@ export class StoreDatabase {
     this.closed = true;
   }
 
+  /** Sets how many WAL pages a commit on this connection may leave before it checkpoints (./sql/checkpointer.ts). */
+  autocheckpoint(pages: number): void {
+    if (this.db.open && !this.db.memory) this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.max(0, Math.floor(pages))}`);
+  }
+
   /** Checkpoint the WAL into the main file and close. Idempotent. */
   close(): void {
     if (this.closed && !this.db.open) return;
@@ -157,12 +162,11 @@ export function openDatabase(location: SqliteLocation, options: OpenDatabaseOpti
   if (location.kind === "file") prepareFile(location.path);
   let db: Database.Database;
   try {
-    db = new Database(location.kind === "memory" ? ":memory:" : location.path, { timeout: busyTimeoutMs });
+    db = pinDatabase(new Database(location.kind === "memory" ? ":memory:" : location.path, { timeout: busyTimeoutMs }));
   } catch (err) {
     throw new StorageError("OPEN_FAILED", `Cannot open the task store: ${(err as Error).message}`, { cause: err });
   }
   try {
-    pinDatabase(db);
     // exec(), not pragma(): pragma() prepares a throwaway Statement (see ./pin.ts).
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);

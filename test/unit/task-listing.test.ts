@@ -19,6 +19,7 @@ import { openPostgres } from "../../src/storage/sql/postgres.js";
 import { SqliteReaders } from "../../src/storage/sql/readers.js";
 import type { SqlSchema } from "../../src/storage/sql/schema.js";
 import { sqliteDialect } from "../../src/storage/sql/sqlite-dialect.js";
+import { pinDatabase, prepare } from "../../src/storage/pin.js";
 import { listingIndex, listingQueries, orphansQuery } from "../../src/storage/tasks-list.js";
 import { PageTokens, resolveListQuery } from "../../src/storage/task-records.js";
 import { rejectsA2AError } from "../support/errors.js";
@@ -118,10 +119,10 @@ describe("totals from the counts the triggers keep", () => {
     const db = storage.database!.db;
     try {
       await churn(storage, async (statement) => void db.exec(statement));
-      const rows = db.prepare("SELECT id, owner, context_id, state, status_timestamp FROM a2a_tasks").all() as Row[];
+      const rows = prepare(db, "SELECT id, owner, context_id, state, status_timestamp FROM a2a_tasks").all() as Row[];
       expect(rows.length).toBe(117);
       await checkTotals(storage, rows);
-      expect(db.prepare("SELECT COUNT(*) FROM a2a_task_counts WHERE kind IN (2, 3) AND n = 0").pluck().get()).toBe(0);
+      expect(prepare(db, "SELECT COUNT(*) FROM a2a_task_counts WHERE kind IN (2, 3) AND n = 0").pluck().get()).toBe(0);
     } finally {
       await storage.close();
     }
@@ -131,9 +132,10 @@ describe("totals from the counts the triggers keep", () => {
     const file = freshFile();
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     const Database = (await import("better-sqlite3")).default;
-    const raw = new Database(file);
+    const raw = pinDatabase(new Database(file));
     migrate(raw, MIGRATIONS.slice(0, 12));
-    const insert = raw.prepare(
+    const insert = prepare(
+      raw,
       "INSERT INTO a2a_tasks (id, context_id, owner, state, status_timestamp, task_json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'x', 'x')",
     );
     const next = random(11);
@@ -147,7 +149,7 @@ describe("totals from the counts the triggers keep", () => {
     try {
       await storage.tasks.create(makeTask("new1", "ctx-a", "working", at(200)), "alice");
       await storage.tasks.save(makeTask("old0", (await storage.tasks.get("old0"))!.task.contextId, "completed", at(299)));
-      const rows = storage.database!.db.prepare("SELECT id, owner, context_id, state, status_timestamp FROM a2a_tasks").all() as Row[];
+      const rows = prepare(storage.database!.db, "SELECT id, owner, context_id, state, status_timestamp FROM a2a_tasks").all() as Row[];
       await checkTotals(storage, rows);
     } finally {
       await storage.close();
@@ -206,7 +208,7 @@ describe("every listing and sweep query reads an index in list order", () => {
     const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}` });
     const db = storage.database!.db;
     const planOf = (compiled: { sql: string; parameters: readonly unknown[] }): string =>
-      (db.prepare(`EXPLAIN QUERY PLAN ${compiled.sql}`).all(...compiled.parameters) as { detail: string }[]).map((r) => r.detail).join("; ");
+      (prepare(db, `EXPLAIN QUERY PLAN ${compiled.sql}`).all(...compiled.parameters) as { detail: string }[]).map((r) => r.detail).join("; ");
     try {
       for (const q of queryShapes(tokens)) {
         const { page, total } = listingQueries(storage.sql, "sqlite", q);
