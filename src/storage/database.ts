@@ -73,11 +73,6 @@ export class StoreDatabase {
     this.closed = true;
   }
 
-  /** Sets how many WAL pages a commit on this connection may leave before it checkpoints (./sql/checkpointer.ts). */
-  autocheckpoint(pages: number): void {
-    if (this.db.open && !this.db.memory) this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.max(0, Math.floor(pages))}`);
-  }
-
   /** Checkpoint the WAL into the main file and close. Idempotent. */
   close(): void {
     if (this.closed && !this.db.open) return;
