@@ -50,7 +50,7 @@ try {
     (await import("../../test/support/build.js")).ensureBuilt();
   }
   const key = codeKey(ROOT);
-  lines.push(`code under test: ${ROOT} at ${key.head.slice(0, 12)} (built storage code ${key.storage})`);
+  lines.push(`code under test: ${ROOT} at ${/^[0-9a-f]{40}$/.test(key.head) ? key.head.slice(0, 12) : key.head} (built storage code ${key.storage})`);
   const results: ScaleResult[] = [];
   if (BACKENDS.includes("sqlite")) {
     for (const n of SIZES) {
