@@ -92,7 +92,6 @@ export const isSession = (v: unknown): v is Session => isObject(v) && typeof v.i
 export class UpstreamClient {
   /** The client `call` hands the SDK functions: on ./transport.ts unless options.fetch is given (./request.ts). */
   readonly #client: ClientOnTransport;
-  readonly #callClient: Client;
   #baseUrl: string;
   readonly #headers: Record<string, string>;
   #inFlight = 0;
@@ -108,7 +107,6 @@ export class UpstreamClient {
     }
     this.#headers = headers;
     this.#client = clientOnTransport({ baseUrl: this.#baseUrl, headers, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
-    this.#callClient = this.#client.client;
   }
 
   /** Closes idle keep-alive connections to OpenCode. */
@@ -118,7 +116,7 @@ export class UpstreamClient {
 
   /** URL and headers of OpenCode's `GET /global/event` (the EventHub reads it on a connection of its own). */
   eventStreamRequest(): { url: string; headers: Record<string, string> } {
-    return { url: this.#callClient.buildUrl<GlobalEventData>({ url: "/global/event" }), headers: { ...this.#headers, accept: "text/event-stream" } };
+    return { url: this.#client.client.buildUrl<GlobalEventData>({ url: "/global/event" }), headers: { ...this.#headers, accept: "text/event-stream" } };
   }
 
   get baseUrl(): string {
@@ -206,7 +204,7 @@ export class UpstreamClient {
     try {
       let result: SdkResult<T>;
       try {
-        const call: CallContext = { client: this.#callClient, signal: controller.signal, query: this.route(opts) };
+        const call: CallContext = { client: this.#client.client, signal: controller.signal, query: this.route(opts) };
         if (trace !== undefined) call.headers = traceHeaders(trace, span);
         result = await invoke(call);
       } catch (error) {

@@ -42,8 +42,6 @@ export function youngGenerationLimit(): number | undefined {
 }
 
 export interface YoungGenerationCap {
-  /** The new space's size now (bytes). */
-  newSpaceBytes(): number;
   /** Whether growth is off now (the new space is at the cap). */
   readonly holding: boolean;
   stop(): void;
@@ -68,7 +66,6 @@ export function capYoungGeneration(capMb: number = SEMI_SPACE_CAP_MB): YoungGene
   observer.observe({ entryTypes: ["gc"] });
   check();
   return {
-    newSpaceBytes,
     get holding() {
       return holding;
     },
