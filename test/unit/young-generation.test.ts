@@ -43,10 +43,13 @@ describe("young generation cap", () => {
   }, 120_000);
 
   it("does nothing when the process was started with a young-generation flag", () => {
-    const given = largestNewSpace(2, ["--max-semi-space-size=8"]);
+    // The operator's 16 MB semi-space lets the new space reach 32 MB on both lines; the 2 MB cap, had it started, would
+    // have held it at 4 MB (Node 20) or 8–13 MB (Node 24). V8 may add one 256 KB page past its own bound (16.25 MB seen
+    // on Node 24 with an 8 MB flag), hence the slack.
+    const given = largestNewSpace(2, ["--max-semi-space-size=16"]);
     expect(given.holding).toBeNull(); // not started
-    expect(given.largest).toBeGreaterThan(4);
-    expect(given.largest).toBeLessThanOrEqual(16);
+    expect(given.largest).toBeGreaterThan(16);
+    expect(given.largest).toBeLessThanOrEqual(32 + 0.25);
   }, 120_000);
 
   it("reads the flags from node's arguments and NODE_OPTIONS", () => {
