@@ -125,7 +125,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   process.stdout.write(`opencode-a2a listening on ${bound}\n`);
   gateway.warm();
   // Node 22+ would let the young generation grow to four times Node 20's size and keep it resident (./util/young-generation.ts).
-  capYoungGeneration();
+  const youngGeneration = capYoungGeneration();
   // In-flight requests (blocking calls and streams included), for the graceful shutdown.
   let inFlight = 0;
   let drained: (() => void) | undefined;
@@ -152,6 +152,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
       process.exit(1);
     }
     stopping = true;
+    youngGeneration?.stop();
     const graceMs = config.shutdownGrace * 1000;
     log.info({ signal, in_flight: inFlight, grace_seconds: config.shutdownGrace }, "shutting down: no new connections; in-flight calls may finish");
     // Hard deadline: the grace, the answers at its end, then the OpenCode child (SIGTERM, 5 s, SIGKILL in upstream.stop()).

@@ -2,7 +2,7 @@
 // database (its dialect's own SQL) and shared with that database's transactions; arguments (nulls too) are swapped into
 // the compiled parameters, the query's own constants stay; an argument that is not a bound value is refused at build.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Kysely } from "kysely";
+import { CamelCasePlugin, type Kysely } from "kysely";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import { PreparedQuery } from "../../src/storage/sql/prepared.js";
 import type { SqlSchema } from "../../src/storage/sql/schema.js";
@@ -65,6 +65,15 @@ describe("PreparedQuery", () => {
   it("refuses a query whose argument is not a bound value", async () => {
     const bad = new PreparedQuery<[column: string], unknown>((db) => db.selectFrom("a2a_store_meta").select("key"));
     await expect(bad.execute(sqlOf(opened[0]!), "key")).rejects.toThrow(/argument 0 is not a bound parameter/);
+  });
+
+  it("refuses a Kysely instance with plugins, before and after the query was compiled for its dialect", async () => {
+    const a = sqlOf(opened[0]!);
+    const camel = a.withPlugin(new CamelCasePlugin());
+    const fresh = new PreparedQuery<[key: string], { key: string }>((db, key) => db.selectFrom("a2a_store_meta").select("key").where("key", "=", key));
+    await expect(fresh.execute(camel, "k1")).rejects.toThrow(/has plugins \(CamelCasePlugin\)/);
+    expect(await fresh.execute(a, "k1")).toEqual([{ key: "k1" }]);
+    await expect(fresh.execute(camel, "k1")).rejects.toThrow(/has plugins \(CamelCasePlugin\)/);
   });
 
   it.runIf(postgresUrl !== undefined)("the same query on PostgreSQL compiles to its own SQL, next to SQLite's", async () => {

@@ -34,7 +34,7 @@ export class PreparedQuery<A extends (string | null)[], R> {
   /**
    * Compiled forms by dialect adapter: a Kysely instance and all its transactions share one, so a process compiles each
    * query once per database it opens (a gateway opens one). A Kysely instance with plugins of its own would share its
-   * adapter too and could compile differently: the stores use none.
+   * adapter too and could compile differently: the stores use none, and run() refuses an instance that has any.
    */
   readonly #forms = new WeakMap<object, Compiled<R>>();
   /** The last adapter used and its form: a process nearly always runs one backend. */
@@ -51,7 +51,11 @@ export class PreparedQuery<A extends (string | null)[], R> {
 
   /** As execute(), with the whole result (`numAffectedRows` of a write). */
   async run(db: Kysely<SqlSchema>, ...args: A): Promise<QueryResult<R>> {
-    const adapter = db.getExecutor().adapter;
+    const executor = db.getExecutor();
+    if (executor.plugins.length > 0) {
+      throw new Error(`prepared query: the Kysely instance has plugins (${executor.plugins.map((p) => p.constructor.name).join(", ")}); a compiled form is shared by every instance on its dialect`);
+    }
+    const adapter = executor.adapter;
     let form = adapter === this.#lastAdapter ? this.#last : this.#forms.get(adapter);
     if (form === undefined) {
       form = this.#compile(db, args.length);
