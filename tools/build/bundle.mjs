@@ -6,6 +6,7 @@
 // pino-pretty (loaded by require for the terminal format only), opencode-ai (its binary is found by path).
 // bin/opencode-a2a.js runs dist/bundle/main.js when it exists, else dist/src/main.js.
 import { readFileSync, readdirSync, rmSync } from "node:fs";
+import { builtinModules } from "node:module";
 import path from "node:path";
 import { build } from "esbuild";
 
@@ -39,6 +40,19 @@ await build({
   // compile and evaluate at start). An alias resolves from absWorkingDir, so to the top-level package.
   alias: { "mime-db": "mime-db" },
   plugins: [
+    {
+      // Node's built-in modules by require(), not by an ES import. An ES import of a built-in builds its module
+      // namespace, which reads every export, getters included: on Node 22+ `node:http` has getters that load undici
+      // (its WebSocket and fetch classes), so `import http from "node:http"` took ~85 ms on Node 24 against ~9 ms for
+      // require("node:http"). Required, a built-in is wrapped by esbuild's CommonJS interop, whose exports read the
+      // module's properties only when used.
+      name: "builtins-by-require",
+      setup(b) {
+        const builtin = new RegExp(`^(node:)?(${builtinModules.join("|")})$`);
+        b.onResolve({ filter: builtin }, (args) => (args.kind === "import-statement" || args.kind === "dynamic-import" ? { path: args.path, namespace: "builtin-require" } : undefined));
+        b.onLoad({ filter: /.*/, namespace: "builtin-require" }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: "js" }));
+      },
+    },
     {
       // JSON modules as JSON.parse of a string, not an object literal: V8 parses JSON faster than JavaScript, and
       // mime-db's 150 kB table is read at every start.
