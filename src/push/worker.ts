@@ -10,6 +10,7 @@ import { queueKey, type PushDelivery, type PushOutboxStore } from "../storage/pu
 import { beginCall, parseTraceparent, traceFields, traceHeaders, TraceContext } from "../tracing/index.js";
 import { backoffMs } from "../util/backoff.js";
 import { WebhookSender, type SendVerdict } from "./sender.js";
+import { startInBackground } from "../util/background-start.js";
 
 export interface OutboxWorkerOptions {
   configs: Pick<PushConfigStore, "get">;
@@ -33,6 +34,12 @@ export interface OutboxWorkerOptions {
    * Default: none (the worker is kicked by what it queues, and sleeps until the next entry it knows of falls due).
    */
   pollMs?: number;
+  /**
+   * How long after start() the first pass looks for what waits (ms): a gateway passes BACKGROUND_START_DELAY_MS, so
+   * that the outbox's queries are not first built while it answers its first requests. Default: once the code that
+   * called start() is done.
+   */
+  firstPassDelayMs?: number;
   /** The clock (epoch ms): quiet hours, retry times, ages. Default Date.now; tests inject their own. */
   now?: () => number;
   random?: () => number;
@@ -79,19 +86,22 @@ export class OutboxWorker {
     this.#busy.get(queueKey(taskId, configId))?.abort();
   }
 
-  /** Start delivering (what a previous process left in the outbox included). */
+  /**
+   * Start delivering. What a previous process left in the outbox is looked for by a first pass after
+   * firstPassDelayMs; a delivery enqueued before then kicks a pass at once.
+   */
   start(): void {
     this.#started = true;
-    // The first pass runs once the code that started the worker is done (a gateway starting up answers its first
-    // requests before the outbox's queries are first built: ~10 ms).
-    setImmediate(() => {
+    const firstPass = (): void => {
       if (this.#stopped) return;
       void this.#opts.outbox.size().then(
         (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting from before the restart"),
         () => undefined, // the store is down: kick() says so
       );
       this.kick();
-    });
+    };
+    if (this.#opts.firstPassDelayMs === undefined) setImmediate(firstPass);
+    else startInBackground(firstPass, this.#opts.firstPassDelayMs);
   }
 
   /** Stop: in-flight POSTs are cut short and stay in the outbox for the next start. */

@@ -4,6 +4,7 @@
 import type { Logger } from "pino";
 import { catalog as generatedCatalog, packageVersion, type Catalog } from "../contract/catalog.js";
 import { warmValidators } from "../contract/validate.js";
+import { BACKGROUND_START_DELAY_MS } from "../util/background-start.js";
 import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
@@ -188,7 +189,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   metrics.readAtScrape("a2a_auth_refused_total", "Requests refused per client address before authentication (A2A_AUTH_FAILURE_LIMIT, A2A_UNAUTHENTICATED_RATE_LIMIT)", () => guard.refused);
   metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
-  if (deps.upstream !== undefined) storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders, warmReaders: true });
+  if (deps.upstream !== undefined) storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders, warmReaders: BACKGROUND_START_DELAY_MS });
   // On PostgreSQL the rate windows and stream slots live in the database: every gateway on it shares each credential's.
   const limits = new AccessLimits(limitDefaults, storage?.backend === "postgres" ? new PostgresLimiter(storage.sql) : undefined);
   if (deps.upstream !== undefined && storage !== undefined) {

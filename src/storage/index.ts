@@ -23,6 +23,7 @@ import { SqlTaskStore, type TaskStore } from "./tasks.js";
 import { ChangeWatch } from "./change-watch.js";
 import type { Pool } from "pg";
 import { DEFAULT_TASK_CACHE_SIZE, DEFAULT_TASK_STORE_DATABASE_URL, DEFAULT_TASK_STORE_READERS, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
+import { startInBackground } from "../util/background-start.js";
 
 /** What a store is opened as (A2A_TASK_STORE_BACKEND): the URL decides between SQLite and PostgreSQL. */
 export type StoreBackend = "sqlite" | "memory";
@@ -44,8 +45,11 @@ export interface StorageOptions {
    * DEFAULT_TASK_STORE_READERS; 0 = they run on the gateway's own connection). The memory backend has none.
    */
   taskReaders?: number;
-  /** Start one reader thread at open (a gateway; tests start them on first use). */
-  warmReaders?: boolean;
+  /**
+   * Start one reader thread this many ms after open (a gateway: BACKGROUND_START_DELAY_MS, so that it does not boot
+   * while the first requests are answered; 0: at open). Unset: threads start on first use.
+   */
+  warmReaders?: number;
 }
 
 export interface Storage {
@@ -102,7 +106,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     location.kind === "file" && readerCount > 0
       ? new SqliteReaders({ file: location.path, size: readerCount, busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS })
       : undefined;
-  if (options.warmReaders === true) readers?.warm();
+  if (readers !== undefined && options.warmReaders !== undefined) startInBackground(() => readers.warm(), options.warmReaders);
   try {
     // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
     // listings through the reader threads.

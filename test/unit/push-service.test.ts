@@ -493,6 +493,35 @@ describe("PushService notifications", () => {
     expect((await h.storage.pushOutbox.size())).toBe(0);
   });
 
+  it("with firstPassDelayMs, what waited goes after the delay; a notification queued meanwhile goes at once", async () => {
+    const h = await harness({ firstPassDelayMs: 200 });
+    h.tasks.set("t1", makeTask("t1"));
+    h.tasks.set("t2", makeTask("t2"));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.change(makeTask("t1"));
+    h.service.start();
+    await h.advance(50);
+    expect(h.sender.sent).toHaveLength(0); // the first pass has not run
+    // A change after start() kicks a pass at once: it takes what is due, the older entry included.
+    await h.service.set(alice, "1.0", input("t2", { id: "v2" }));
+    await h.change(makeTask("t2"));
+    await h.flush();
+    expect(h.sender.bodies()).toHaveLength(2);
+    expect((await h.storage.pushOutbox.size())).toBe(0);
+  });
+
+  it("with firstPassDelayMs and nothing queued meanwhile, what waited is delivered once the delay ran out", async () => {
+    const h = await harness({ firstPassDelayMs: 100 });
+    h.tasks.set("t1", makeTask("t1"));
+    await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
+    await h.change(makeTask("t1"));
+    h.service.start();
+    await h.advance(90);
+    expect(h.sender.sent).toHaveLength(0);
+    await h.advance(20);
+    expect(h.sender.sent).toHaveLength(1);
+  });
+
   it("a queued entry whose config has disappeared is dropped without a POST", async () => {
     const h = (await harness());
     h.tasks.set("t1", makeTask("t1"));
