@@ -62,7 +62,9 @@ export function gatewayEnv(storeUrl: string, stubUrl: string): NodeJS.ProcessEnv
   };
 }
 
-export const gatewayArgs = (): string[] => [path.join(ROOT, "bin", "opencode-a2a.js"), "serve"];
+/** BENCH_SCALE_NODE_FLAGS: node flags for the gateway's process (space-separated; for A/B runs of V8 settings). */
+const NODE_FLAGS = (process.env.BENCH_SCALE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+export const gatewayArgs = (): string[] => [...NODE_FLAGS, path.join(ROOT, "bin", "opencode-a2a.js"), "serve"];
 
 /** A gateway of BENCH_ROOT on `storeUrl`, kept until stop(). */
 export async function startGateway(storeUrl: string, stubUrl: string): Promise<{ child: ChildProcess; url: string }> {

@@ -102,19 +102,35 @@ export function rss(pid: number | undefined): Rss {
 }
 export const rssText = (r: Rss): string => `VmRSS ${r.vmRss.toFixed(0)} MB (RssAnon ${r.anon.toFixed(0)} + RssShmem ${r.shmem.toFixed(0)} + RssFile ${r.file.toFixed(0)})`;
 
-/** prom-client's event loop lag gauges (seconds → ms) from /metrics; undefined when absent. */
-export async function loopLag(t: Target, token: string): Promise<{ max: number; p99: number; heapMb: number; heapUsedMb: number; externalMb: number } | undefined> {
+/** Garbage collections of the gateway's main thread so far, per kind: how many, and how many took over 10 ms. */
+export type GcCounts = Record<string, { all: number; over10ms: number }>;
+
+/**
+ * prom-client's event loop lag gauges (seconds → ms) from /metrics, and its garbage collection counts; undefined when
+ * absent. Its lag histogram (monitorEventLoopDelay) counts each sampling interval in (min ≈ its 10 ms resolution when
+ * nothing blocks): the longest time the loop was held is about max − min.
+ */
+export async function loopLag(t: Target, token: string): Promise<{ max: number; min: number; p99: number; heapMb: number; heapUsedMb: number; externalMb: number; gc: GcCounts } | undefined> {
   const res = await request(t, "GET", "/metrics", { authorization: `Bearer ${token}` });
   if (res.status !== 200) return undefined;
   const gauge = (name: string): number => Number(new RegExp(`^${name} ([0-9.eE+-]+)`, "m").exec(res.text)?.[1] ?? NaN);
   const mb = (name: string): number => gauge(name) / 1048576;
+  const gc: GcCounts = {};
+  for (const m of res.text.matchAll(/^nodejs_gc_duration_seconds_bucket\{le="([^"]+)",kind="([^"]+)"\} ([0-9.eE+-]+)$/gm)) {
+    const entry = (gc[m[2]!] ??= { all: 0, over10ms: 0 });
+    if (m[1] === "+Inf") entry.all = Number(m[3]);
+    if (m[1] === "0.01") entry.over10ms = -Number(m[3]);
+  }
+  for (const entry of Object.values(gc)) entry.over10ms += entry.all;
   // The main thread's V8 heap and external memory, to tell them from the rest of the RSS (reader threads, SQLite).
   const out = {
     max: gauge("nodejs_eventloop_lag_max_seconds") * 1000,
+    min: gauge("nodejs_eventloop_lag_min_seconds") * 1000,
     p99: gauge("nodejs_eventloop_lag_p99_seconds") * 1000,
     heapMb: mb("nodejs_heap_size_total_bytes"),
     heapUsedMb: mb("nodejs_heap_size_used_bytes"),
     externalMb: mb("nodejs_external_memory_bytes"),
+    gc,
   };
   return Number.isNaN(out.max) ? undefined : out;
 }

@@ -115,7 +115,8 @@ export async function measureScale(label: string, l: Layout, seeded: Seeded, stu
     const idleProbe = probe(gw.url, "/.well-known/agent-card.json", PROBE_MS);
     await new Promise((r) => setTimeout(r, Math.min(3, STALL_SECONDS) * 1000));
     const idle = await idleProbe.stop();
-    await loopLag(t, ADMIN_TOKEN); // prom-client resets its histogram when read: the next read covers the load only
+    // prom-client resets its lag histogram when read: the next read covers the load only. Its GC counts are totals.
+    const gcBefore = (await loopLag(t, ADMIN_TOKEN))?.gc;
     const loadedProbe = probe(gw.url, "/.well-known/agent-card.json", PROBE_MS);
     const start = hr();
     let listings = 0;
@@ -134,6 +135,9 @@ export async function measureScale(label: string, l: Layout, seeded: Seeded, stu
     await Promise.all(listers);
     const loaded = await loadedProbe.stop();
     const lag = await loopLag(t, ADMIN_TOKEN);
+    if (lag !== undefined && gcBefore !== undefined) {
+      for (const [kind, n] of Object.entries(lag.gc)) lag.gc[kind] = { all: n.all - (gcBefore[kind]?.all ?? 0), over10ms: n.over10ms - (gcBefore[kind]?.over10ms ?? 0) };
+    }
     const rssLoaded = rss(pid);
     return {
       label,
@@ -182,7 +186,13 @@ export function report(r: ScaleResult): string[] {
   out.push(
     `   stall probe (GET agent card every ${PROBE_MS} ms on its own connection): idle p50 ${f(r.idle.p50)} / p99 ${f(r.idle.p99)} / max ${f(r.idle.max)} ms (${r.idle.n}); ` +
       `during ${n(r.listingsDuringStall)} admin listings by ${STALL_WORKERS} workers (failed: ${r.failures.listings} listings, ${r.failures.probe} probe requests, retried; idle: ${r.failures.idleProbe}) p50 ${f(r.loaded.p50)} / p99 ${f(r.loaded.p99)} / max ${f(r.loaded.max)} ms (${r.loaded.n})` +
-      `${r.lag === undefined ? "; /metrics has no event loop lag gauges" : `; /metrics nodejs_eventloop_lag_max ${f(r.lag.max)} ms, p99 ${f(r.lag.p99)} ms`}`,
+      `${r.lag === undefined ? "; /metrics has no event loop lag gauges" : `; /metrics nodejs_eventloop_lag_max ${f(r.lag.max)} ms, p99 ${f(r.lag.p99)} ms, min ${f(r.lag.min)} ms`}`,
+    ...(r.lag === undefined
+      ? []
+      : [
+          `   the gateway's own view of that window: its event loop held for at most ~${f(r.lag.max - r.lag.min)} ms (lag max − min, the histogram's sampling interval); ` +
+            `garbage collections ${Object.entries(r.lag.gc).map(([kind, n]) => `${kind} ${n.all} (${n.over10ms} over 10 ms)`).join(", ") || "not reported"}`,
+        ]),
     `   RSS after start: ${rssText(r.rssStart)}; after the load: ${rssText(r.rssLoaded)}` +
       (r.lag === undefined ? "" : `; main thread V8 heap ${f(r.lag.heapMb)} MB (used ${f(r.lag.heapUsedMb)}), external ${f(r.lag.externalMb)} MB`),
   );
