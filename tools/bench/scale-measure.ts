@@ -105,11 +105,7 @@ export const rssText = (r: Rss): string => `VmRSS ${r.vmRss.toFixed(0)} MB (RssA
 /** Garbage collections of the gateway's main thread so far, per kind: how many, and how many took over 10 ms. */
 export type GcCounts = Record<string, { all: number; over10ms: number }>;
 
-/**
- * prom-client's event loop lag gauges (seconds → ms) from /metrics, and its garbage collection counts; undefined when
- * absent. Its lag histogram (monitorEventLoopDelay) counts each sampling interval in (min ≈ its 10 ms resolution when
- * nothing blocks): the longest time the loop was held is about max − min.
- */
+/** prom-client's event loop lag gauges (seconds → ms) from /metrics, and its garbage collection counts; undefined when absent. */
 export async function loopLag(t: Target, token: string): Promise<{ max: number; min: number; p99: number; heapMb: number; heapUsedMb: number; externalMb: number; gc: GcCounts } | undefined> {
   const res = await request(t, "GET", "/metrics", { authorization: `Bearer ${token}` });
   if (res.status !== 200) return undefined;

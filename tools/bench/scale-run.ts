@@ -190,8 +190,7 @@ export function report(r: ScaleResult): string[] {
     ...(r.lag === undefined
       ? []
       : [
-          `   the gateway's own view of that window: its event loop held for at most ~${f(r.lag.max - r.lag.min)} ms (lag max − min, the histogram's sampling interval); ` +
-            `garbage collections ${Object.entries(r.lag.gc).map(([kind, n]) => `${kind} ${n.all} (${n.over10ms} over 10 ms)`).join(", ") || "not reported"}`,
+          `   the gateway's garbage collections in that window: ${Object.entries(r.lag.gc).map(([kind, n]) => `${kind} ${n.all} (${n.over10ms} over 10 ms)`).join(", ") || "not reported"}`,
         ]),
     `   RSS after start: ${rssText(r.rssStart)}; after the load: ${rssText(r.rssLoaded)}` +
       (r.lag === undefined ? "" : `; main thread V8 heap ${f(r.lag.heapMb)} MB (used ${f(r.lag.heapUsedMb)}), external ${f(r.lag.externalMb)} MB`),
