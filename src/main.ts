@@ -16,7 +16,7 @@ import { configurationHelp } from "./cli/help.js";
 import { checkInstallation, InstallationError } from "./cli/preflight.js";
 import { logStartupSummary } from "./server/summary.js";
 import { capYoungGeneration } from "./util/young-generation.js";
-import { BACKGROUND_START_DELAY_MS } from "./util/background-start.js";
+import { gatewayStorageOptions } from "./server/storage-options.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
 
@@ -197,7 +197,7 @@ function loopbackUrl(address: AddressInfo, log: { warn(obj: object, msg: string)
 /** The store A2A_TASK_STORE_BACKEND / A2A_TASK_STORE_DATABASE_URL name; a path that cannot be opened is a configuration error. */
 async function openConfiguredStorage(config: Config): Promise<Storage> {
   try {
-    return await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders, warmReaders: BACKGROUND_START_DELAY_MS });
+    return await openStorage(gatewayStorageOptions(config));
   } catch (err) {
     if (err instanceof StorageError) {
       const message = err.message.includes(TASK_STORE_URL_VARIABLE) ? err.message : `${TASK_STORE_URL_VARIABLE}=${JSON.stringify(config.taskStoreUrl)}: ${err.message}`;

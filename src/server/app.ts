@@ -4,7 +4,7 @@
 import type { Logger } from "pino";
 import { catalog as generatedCatalog, packageVersion, type Catalog } from "../contract/catalog.js";
 import { warmValidators } from "../contract/validate.js";
-import { BACKGROUND_START_DELAY_MS } from "../util/background-start.js";
+import { gatewayStorageOptions } from "./storage-options.js";
 import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
 import { CredentialRegistry } from "../auth/credentials.js";
@@ -39,9 +39,8 @@ import { traceFields, type TraceContext } from "../tracing/index.js";
 import { startSpanExport } from "../tracing/otel.js";
 import { resolveRouting } from "../bridge/directory.js";
 import { CallAttribution, type CallerSession } from "../mcp/attribution.js";
-import { OPENCODE_CALLER } from "../mcp/credential.js";
 import { MessagingTools } from "../mcp/messages-tools.js";
-import { withOpencodeCredential } from "../mcp/credential.js";
+import { OPENCODE_CALLER, withOpencodeCredential } from "../mcp/credential.js";
 import { lazyMcp } from "../mcp/lazy.js";
 
 /** The gateway: its HTTP side (the Koa app, the node:http handler, the router) and what it is built from. */
@@ -189,7 +188,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   metrics.readAtScrape("a2a_auth_refused_total", "Requests refused per client address before authentication (A2A_AUTH_FAILURE_LIMIT, A2A_UNAUTHENTICATED_RATE_LIMIT)", () => guard.refused);
   metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
-  if (deps.upstream !== undefined) storage ??= await openStorage({ backend: config.taskStoreBackend === "memory" ? "memory" : "sqlite", url: config.taskStoreUrl, taskCacheSize: config.taskStoreCacheSize, taskReaders: config.taskStoreReaders, warmReaders: BACKGROUND_START_DELAY_MS });
+  if (deps.upstream !== undefined) storage ??= await openStorage(gatewayStorageOptions(config));
   // On PostgreSQL the rate windows and stream slots live in the database: every gateway on it shares each credential's.
   const limits = new AccessLimits(limitDefaults, storage?.backend === "postgres" ? new PostgresLimiter(storage.sql) : undefined);
   if (deps.upstream !== undefined && storage !== undefined) {
