@@ -6,7 +6,6 @@ import type { Compile } from "typebox/schema";
 import { validatorModules, type ValidatorModule } from "../../generated/validators/index.js";
 import { generatedDir, type Catalog } from "./catalog.js";
 import type { Violation } from "./errors.js";
-import { startInBackground } from "../util/background-start.js";
 
 export type { Violation };
 
@@ -29,13 +28,13 @@ export async function preloadValidators(ids: Iterable<string>): Promise<void> {
 }
 
 /**
- * Loads every params and body validator of `catalog` in the background, one at a time, from BACKGROUND_START_DELAY_MS
- * on (the gateway calls it once it serves: main.ts); a call arriving first loads its own validator. A failure goes
+ * Loads every params and body validator of `catalog`, one at a time, yielding between them (a gateway starts it in
+ * the background once it serves: ../server/warm.ts); a call arriving first loads its own validator. A failure goes
  * to `failed`.
  */
 export function warmValidators(catalog: Catalog, failed: (err: unknown) => void): void {
   const ids = [...catalog.methods.map((m) => m.params_schema), ...catalog.routes.flatMap((r) => (r.body_schema ? [r.body_schema] : []))];
-  startInBackground(() => void preloadValidators(ids).catch(failed));
+  void preloadValidators(ids).catch(failed);
 }
 
 /**

@@ -277,9 +277,14 @@ export class PushService {
 
   // ---- delivery (push/worker.ts) ----------------------------------------------------------------------------
 
-  /** Start delivering (what a previous process left in the outbox included). */
+  /** Start delivering (what a previous process left in the outbox included: see OutboxWorkerOptions.deferFirstPass). */
   start(): void {
     this.#worker.start();
+  }
+
+  /** The deferred first pass (OutboxWorkerOptions.deferFirstPass): what waits in the outbox is taken up now. */
+  firstPass(): void {
+    this.#worker.firstPass();
   }
 
   /** Stop: in-flight POSTs are cut short and stay in the outbox for the next start. */

@@ -10,7 +10,6 @@ import { queueKey, type PushDelivery, type PushOutboxStore } from "../storage/pu
 import { beginCall, parseTraceparent, traceFields, traceHeaders, TraceContext } from "../tracing/index.js";
 import { backoffMs } from "../util/backoff.js";
 import { WebhookSender, type SendVerdict } from "./sender.js";
-import { startInBackground } from "../util/background-start.js";
 
 export interface OutboxWorkerOptions {
   configs: Pick<PushConfigStore, "get">;
@@ -35,11 +34,12 @@ export interface OutboxWorkerOptions {
    */
   pollMs?: number;
   /**
-   * How long after start() the first pass looks for what waits (ms): a gateway passes BACKGROUND_START_DELAY_MS, so
-   * that the outbox's queries are not first built while it answers its first requests. Default: once the code that
-   * called start() is done.
+   * The first pass, which looks for what waits (e.g. from before a restart), runs when firstPass() is called, not at
+   * start(): a gateway calls it once it has answered its first requests (../server/warm.ts), so that the outbox's
+   * queries are not first built meanwhile. A delivery queued before then kicks a pass at once. Default: the first
+   * pass runs once the code that called start() is done.
    */
-  firstPassDelayMs?: number;
+  deferFirstPass?: boolean;
   /** The clock (epoch ms): quiet hours, retry times, ages. Default Date.now; tests inject their own. */
   now?: () => number;
   random?: () => number;
@@ -60,6 +60,7 @@ export class OutboxWorker {
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
   #started = false;
+  #firstPassDone = false;
   #stopped = false;
   #kicking = false;
   #kickAgain = false;
@@ -86,22 +87,21 @@ export class OutboxWorker {
     this.#busy.get(queueKey(taskId, configId))?.abort();
   }
 
-  /**
-   * Start delivering. What a previous process left in the outbox is looked for by a first pass after
-   * firstPassDelayMs; a delivery enqueued before then kicks a pass at once.
-   */
+  /** Start delivering; what a previous process left in the outbox is taken up by the first pass (see deferFirstPass). */
   start(): void {
     this.#started = true;
-    const firstPass = (): void => {
-      if (this.#stopped) return;
-      void this.#opts.outbox.size().then(
-        (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting from before the restart"),
-        () => undefined, // the store is down: kick() says so
-      );
-      this.kick();
-    };
-    if (this.#opts.firstPassDelayMs === undefined) setImmediate(firstPass);
-    else startInBackground(firstPass, this.#opts.firstPassDelayMs);
+    if (this.#opts.deferFirstPass !== true) setImmediate(() => this.firstPass());
+  }
+
+  /** Looks for what waits in the outbox and starts what is due (once; later calls do nothing). */
+  firstPass(): void {
+    if (!this.#started || this.#stopped || this.#firstPassDone) return;
+    this.#firstPassDone = true;
+    void this.#opts.outbox.size().then(
+      (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting in the outbox at start"),
+      () => undefined, // the store is down: kick() says so
+    );
+    this.kick();
   }
 
   /** Stop: in-flight POSTs are cut short and stay in the outbox for the next start. */

@@ -3,7 +3,7 @@
 // (./http.ts: the router, the Koa app and the JSON-RPC edge).
 import type { Logger } from "pino";
 import { catalog as generatedCatalog, packageVersion, type Catalog } from "../contract/catalog.js";
-import { warmValidators } from "../contract/validate.js";
+import { warmInBackground } from "./warm.js";
 import { gatewayStorageOptions } from "./storage-options.js";
 import type { Config } from "../config/index.js";
 import type { CredentialResolver } from "../auth/index.js";
@@ -55,7 +55,7 @@ export interface Gateway extends HttpSide {
   /** Push notification configs and delivery (absent when A2A_PUSH_NOTIFICATIONS_ENABLED=false or without an upstream). */
   push: PushService | undefined;
   metrics: Metrics;
-  /** Loads the request validators in the background, once the gateway serves (~100 ms; a first call waits for its own). */
+  /** Once the gateway serves: a reader thread, the push outbox's first pass and the validators, in the background (./warm.ts). */
   warm(): void;
   /**
    * Ends live streams (their tasks stay as stored: a restarted gateway fails them as GATEWAY_RESTARTED), stops push
@@ -383,7 +383,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
     storage,
     metrics,
     push,
-    warm: () => warmValidators(catalog, (err) => log.error({ err: String(err) }, "loading the request validators failed")),
+    warm: () => warmInBackground({ storage, push, catalog, log }),
     async close() {
       if (expirySweep !== undefined) clearInterval(expirySweep);
       await runtime?.shutdown();

@@ -6,7 +6,6 @@ import type { Metrics } from "../observability/metrics.js";
 import { PushService } from "../push/service.js";
 import type { TaskRuntime } from "../runtime/tasks.js";
 import type { Storage } from "../storage/index.js";
-import { BACKGROUND_START_DELAY_MS } from "../util/background-start.js";
 
 /** How often a push worker on PostgreSQL looks at the outbox unprompted (what other gateways queued or left). */
 const PUSH_POLL_MS = 5_000;
@@ -31,7 +30,8 @@ export function pushService(config: Config, store: Storage, metrics: Metrics, lo
     userAgent: `opencode-a2a/${packageVersion}`,
     // Other gateways may share a PostgreSQL database: look for what they queued (or left behind) now and then.
     ...(store.backend === "postgres" ? { pollMs: PUSH_POLL_MS } : {}),
-    firstPassDelayMs: BACKGROUND_START_DELAY_MS,
+    // The first pass runs when the gateway warms up (./warm.ts), after its first requests.
+    deferFirstPass: true,
     traceOf: (taskId) => tasks().traceOf(taskId),
     ...(now === undefined ? {} : { now }),
   });

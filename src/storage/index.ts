@@ -23,7 +23,6 @@ import { SqlTaskStore, type TaskStore } from "./tasks.js";
 import { ChangeWatch } from "./change-watch.js";
 import type { Pool } from "pg";
 import { DEFAULT_TASK_CACHE_SIZE, DEFAULT_TASK_STORE_DATABASE_URL, DEFAULT_TASK_STORE_READERS, describeStoreLocation, parseStoreUrl, redactUrl, StorageError, type StoreLocation } from "../config/store-url.js";
-import { startInBackground } from "../util/background-start.js";
 
 /** What a store is opened as (A2A_TASK_STORE_BACKEND): the URL decides between SQLite and PostgreSQL. */
 export type StoreBackend = "sqlite" | "memory";
@@ -45,11 +44,6 @@ export interface StorageOptions {
    * DEFAULT_TASK_STORE_READERS; 0 = they run on the gateway's own connection). The memory backend has none.
    */
   taskReaders?: number;
-  /**
-   * Start one reader thread this many ms after open (a gateway: BACKGROUND_START_DELAY_MS, so that it does not boot
-   * while the first requests are answered; 0: at open). Unset: threads start on first use.
-   */
-  warmReaders?: number;
 }
 
 export interface Storage {
@@ -81,6 +75,11 @@ export interface Storage {
   sql: Kysely<SqlSchema>;
   /** The PostgreSQL pool (postgres backend): the gateways' bus and leases (src/cluster) use it. */
   postgres?: { pool: Pool; url: string };
+  /**
+   * A SQLite file's listings run on reader threads, started on first use: this starts one now if none runs (a
+   * gateway calls it once it serves, ../server/warm.ts, so that its first listing does not wait for a thread to boot).
+   */
+  warmReaders?(): void;
   /** The SQLite database (sqlite and memory backends): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
   close(): Promise<void>;
@@ -106,7 +105,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     location.kind === "file" && readerCount > 0
       ? new SqliteReaders({ file: location.path, size: readerCount, busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS })
       : undefined;
-  if (readers !== undefined && options.warmReaders !== undefined) startInBackground(() => readers.warm(), options.warmReaders);
   try {
     // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
     // listings through the reader threads.
@@ -129,6 +127,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       backend: options.backend === "memory" ? "memory" : "sqlite",
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       database: db,
+      ...(readers === undefined ? {} : { warmReaders: () => readers.warm() }),
       close: async () => {
         watch.closing();
         if (readers === undefined || readers.threads === 0) {

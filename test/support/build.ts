@@ -10,7 +10,7 @@ function newest(dir: string): number {
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) latest = Math.max(latest, newest(full));
-    else if (entry.name.endsWith(".ts") || entry.name.endsWith(".json")) latest = Math.max(latest, fs.statSync(full).mtimeMs);
+    else if (entry.name.endsWith(".ts") || entry.name.endsWith(".json") || entry.name.endsWith(".mjs")) latest = Math.max(latest, fs.statSync(full).mtimeMs);
   }
   return latest;
 }
@@ -23,7 +23,8 @@ export function ensureBuilt(): string {
   const main = path.join(packageRoot, "dist", "src", "main.js");
   const bundle = path.join(packageRoot, "dist", "bundle", "main.js");
   const built = Math.min(...[main, bundle].map((f) => (fs.existsSync(f) ? fs.statSync(f).mtimeMs : 0)));
-  const sources = Math.max(newest(path.join(packageRoot, "src")), newest(path.join(packageRoot, "generated")));
+  // tools/build: the bundler's own configuration (bundle.mjs) shapes dist/bundle too.
+  const sources = Math.max(newest(path.join(packageRoot, "src")), newest(path.join(packageRoot, "generated")), newest(path.join(packageRoot, "tools", "build")));
   if (sources > built) {
     execFileSync(process.execPath, [path.join(packageRoot, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], {
       cwd: packageRoot,

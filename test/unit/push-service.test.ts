@@ -493,15 +493,15 @@ describe("PushService notifications", () => {
     expect((await h.storage.pushOutbox.size())).toBe(0);
   });
 
-  it("with firstPassDelayMs, what waited goes after the delay; a notification queued meanwhile goes at once", async () => {
-    const h = await harness({ firstPassDelayMs: 200 });
+  it("with deferFirstPass, start() leaves what waited alone until firstPass(); a notification queued meanwhile goes at once", async () => {
+    const h = await harness({ deferFirstPass: true });
     h.tasks.set("t1", makeTask("t1"));
     h.tasks.set("t2", makeTask("t2"));
     await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     await h.change(makeTask("t1"));
     h.service.start();
-    await h.advance(50);
-    expect(h.sender.sent).toHaveLength(0); // the first pass has not run
+    await h.advance(5_000);
+    expect(h.sender.sent).toHaveLength(0); // no first pass yet
     // A change after start() kicks a pass at once: it takes what is due, the older entry included.
     await h.service.set(alice, "1.0", input("t2", { id: "v2" }));
     await h.change(makeTask("t2"));
@@ -510,15 +510,22 @@ describe("PushService notifications", () => {
     expect((await h.storage.pushOutbox.size())).toBe(0);
   });
 
-  it("with firstPassDelayMs and nothing queued meanwhile, what waited is delivered once the delay ran out", async () => {
-    const h = await harness({ firstPassDelayMs: 100 });
+  it("with deferFirstPass, firstPass() delivers what waited, once; before start() it does nothing", async () => {
+    const h = await harness({ deferFirstPass: true });
     h.tasks.set("t1", makeTask("t1"));
     await h.service.set(alice, "1.0", input("t1", { id: "v1" }));
     await h.change(makeTask("t1"));
-    h.service.start();
-    await h.advance(90);
+    h.service.firstPass(); // not started: nothing
+    await h.flush();
     expect(h.sender.sent).toHaveLength(0);
-    await h.advance(20);
+    h.service.start();
+    await h.advance(1_000);
+    expect(h.sender.sent).toHaveLength(0);
+    h.service.firstPass();
+    await h.flush();
+    expect(h.sender.sent).toHaveLength(1);
+    h.service.firstPass();
+    await h.flush();
     expect(h.sender.sent).toHaveLength(1);
   });
 

@@ -12,7 +12,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CompiledQuery, Kysely, sql } from "kysely";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { ListParams, Task, TaskState } from "../../src/protocol/model.js";
 import { migrate, MIGRATIONS, openStorage, type Storage } from "../../src/storage/index.js";
 import { openPostgres } from "../../src/storage/sql/postgres.js";
@@ -287,33 +287,30 @@ describe("reader threads", () => {
     }
     // The reader connections closed before the gateway's own: it removed -wal and -shm, as without readers.
     expect(["-wal", "-shm"].filter((suffix) => fs.existsSync(file + suffix))).toEqual([]);
-    // warmReaders starts one thread (at open with 0), so a first listing does not wait for a thread to boot.
-    const warmed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2, warmReaders: 0 });
+    // None runs at open; warmReaders() (a gateway calls it once it serves) starts one, so a first listing does not
+    // wait for a thread to boot; a second call starts no other.
+    const warmed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2 });
     try {
       const readers = readersOf(warmed);
+      expect(readers.threads).toBe(0);
+      warmed.warmReaders!();
+      warmed.warmReaders!();
       expect(readers.threads).toBe(1);
       expect((await warmed.tasks.list("alice", { contextId: "ctx-z" })).total).toBe(1);
       expect(readers.threads).toBe(1);
     } finally {
       await warmed.close();
     }
-    // A gateway's (BACKGROUND_START_DELAY_MS) starts it after the delay, not while its first requests are answered.
-    const later = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2, warmReaders: 150 });
-    try {
-      const readers = readersOf(later);
-      expect(readers.threads).toBe(0);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(readers.threads).toBe(0);
-      await vi.waitFor(() => expect(readers.threads).toBe(1), { timeout: 5_000 });
-    } finally {
-      await later.close();
-    }
-    // Closed before the delay ran out: no thread is started afterwards.
-    const closedEarly = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2, warmReaders: 50 });
-    const earlyReaders = readersOf(closedEarly);
-    await closedEarly.close();
-    await new Promise((r) => setTimeout(r, 150));
-    expect(earlyReaders.threads).toBe(0);
+    // Called after close (a late background start): no thread.
+    const closed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2 });
+    const closedReaders = readersOf(closed);
+    await closed.close();
+    closed.warmReaders!();
+    expect(closedReaders.threads).toBe(0);
+    // The memory backend has no reader threads to warm.
+    const memory = await openStorage({ backend: "memory" });
+    expect(memory.warmReaders).toBeUndefined();
+    await memory.close();
   });
 
   it("a long read leaves the event loop free", async () => {

@@ -48,7 +48,7 @@ describe("young generation cap", () => {
     // on Node 24 with an 8 MB flag), hence the slack.
     const given = largestNewSpace(2, ["--max-semi-space-size=16"]);
     expect(given.holding).toBeNull(); // not started
-    expect(given.largest).toBeGreaterThan(16);
+    expect(given.largest).toBeGreaterThan(13); // above what the 2 MB cap allows on either line
     expect(given.largest).toBeLessThanOrEqual(32 + 0.25);
   }, 120_000);
 
