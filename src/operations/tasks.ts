@@ -4,7 +4,7 @@
 import type { TasksHandlers } from "../../generated/types/methods.js";
 import { checkQuery, type QueryLookup } from "../contract/query.js";
 import { codecFor, type Codec } from "../protocol/codec/index.js";
-import { encodeCached } from "../protocol/encoded.js";
+import { encodeCached, spliceEncoded } from "../protocol/encoded.js";
 import type { SendParams, StreamEvent } from "../protocol/model.js";
 import type { PushService } from "../push/service.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../runtime/result-scope.js";
@@ -95,19 +95,20 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
       const list = codec.decodeListParams(input(params, call));
       const result = await runtime.list(call.principal, list);
       const access = resultAccess(call.principal);
-      return codec.listResult(
-        {
-          tasks: result.tasks.map((t) => filterTask(t, access)),
-          totalSize: result.totalSize,
-          pageSize: result.pageSize,
-          ...(list.offset === undefined ? {} : { offset: list.offset }),
-          nextPageToken: result.nextPageToken,
-        },
-        {
-          ...(list.historyLength === undefined ? {} : { historyLength: list.historyLength }),
-          includeArtifacts: list.includeArtifacts ?? false,
-        },
-      );
+      const includeArtifacts = list.includeArtifacts ?? false;
+      const view = { ...(list.historyLength === undefined ? {} : { historyLength: list.historyLength }), includeArtifacts };
+      // A listed task's encoding depends on the snapshot, the dialect, the caller's result scopes and the view only;
+      // an unchanged row is the same frozen snapshot as before (src/storage/listed-rows.ts), encoded once.
+      const key = `${codec.wire}|${access.artifacts ? "a" : "-"}${access.files ? "f" : "-"}|list|${list.historyLength ?? ""}|${includeArtifacts ? "a" : "-"}`;
+      const page = {
+        tasks: result.tasks,
+        totalSize: result.totalSize,
+        pageSize: result.pageSize,
+        ...(list.offset === undefined ? {} : { offset: list.offset }),
+        nextPageToken: result.nextPageToken,
+      };
+      const encoded = codec.listResult(page, view, (t) => encodeCached(t, key, (task) => codec.task(filterTask(task, access), view)));
+      return spliceEncoded(encoded as Record<string, unknown>);
     },
     cancel: async (params, call) => {
       const codec = codecOf(call);

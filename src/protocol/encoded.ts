@@ -1,5 +1,6 @@
-// Answers encoded once. A repeated read of a task that has not changed (GetTask) is answered with the JSON text
-// written the first time instead of encoding the task and stringifying it again.
+// Answers encoded once. A repeated read of a task that has not changed (GetTask, or a listing page: the store hands
+// out the same frozen task for an unchanged row, ../storage/listed-rows.ts) is answered with the JSON text written the
+// first time instead of encoding the task and stringifying it again.
 //
 // The version of a task is the identity of the object it is read as: the store's view() hands out a deeply frozen
 // snapshot and replaces it (a new object) whenever the task is saved, so bytes cached on that object can never be
@@ -49,4 +50,22 @@ export function encodeCached(task: Task, key: string, encode: (task: Task) => un
   else if (variants.size >= MAX_VARIANTS) variants.clear();
   variants.set(key, encoded);
   return encoded;
+}
+
+/**
+ * A JSON object whose array members may hold EncodedJson items (a listing's tasks): an EncodedJson whose text splices
+ * their texts in, the other members stringified (in the object's key order, undefined members left out, as
+ * JSON.stringify does). Returned as it is when no member holds one.
+ */
+export function spliceEncoded(value: Record<string, unknown>): unknown {
+  const members: string[] = [];
+  let spliced = false;
+  for (const [key, member] of Object.entries(value)) {
+    if (member === undefined) continue;
+    if (Array.isArray(member) && member.some((item) => item instanceof EncodedJson)) {
+      spliced = true;
+      members.push(`${JSON.stringify(key)}:[${member.map((item) => (item instanceof EncodedJson ? item.text : (JSON.stringify(item) ?? "null"))).join(",")}]`);
+    } else members.push(`${JSON.stringify(key)}:${JSON.stringify(member)}`);
+  }
+  return spliced ? new EncodedJson(value, `{${members.join(",")}}`) : value;
 }

@@ -98,7 +98,7 @@ export class OutboxWorker {
     if (!this.#started || this.#stopped || this.#firstPassDone) return;
     this.#firstPassDone = true;
     void this.#opts.outbox.size().then(
-      (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting in the outbox at start"),
+      (waiting) => waiting > 0 && this.#opts.log.info({ waiting }, "push notifications waiting in the outbox on its first pass (left from before this start, or queued since)"),
       () => undefined, // the store is down: kick() says so
     );
     this.kick();

@@ -98,7 +98,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const now = options.now ?? Date.now;
   // The memory backend is the same stores on a private in-memory SQLite database: one implementation, one behaviour.
   const location: StoreLocation = options.backend === "memory" ? { kind: "memory" } : parseStoreUrl(options.url ?? DEFAULT_TASK_STORE_DATABASE_URL, options.cwd);
-  if (location.kind === "postgres") return openPostgresStorage(location.url, now);
+  if (location.kind === "postgres") return openPostgresStorage(location.url, now, options.taskCacheSize);
   const db: StoreDatabase = openDatabase(location, options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs });
   const readerCount = options.taskReaders ?? DEFAULT_TASK_STORE_READERS;
   const readers =
@@ -154,11 +154,12 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
  * share the database: the live side of a task (its events, cancel, interrupt replies, the sweep of a dead gateway's
  * tasks) goes between them through src/cluster, which uses `postgres.pool`.
  */
-async function openPostgresStorage(url: string, now: Clock): Promise<Storage> {
+async function openPostgresStorage(url: string, now: Clock, cacheSize: number | undefined): Promise<Storage> {
   const { openPostgres } = await import("./sql/postgres.js"); // the pg client is loaded for PostgreSQL only
   const pg = await openPostgres(url);
   try {
-    const tasks = await SqlTaskStore.open(pg.db);
+    // No read cache for GetTask (other gateways write the same rows); listings keep their rows (./listed-rows.ts).
+    const tasks = await SqlTaskStore.open(pg.db, cacheSize === undefined ? {} : { cacheSize });
     return {
       ...stores(pg.db, tasks, now),
       backend: "postgres",

@@ -186,13 +186,19 @@ export function resolveListQuery(owner: string | undefined, params: ListParams, 
 
 export const serialize = (task: Task): string => JSON.stringify(task);
 
-/** Build the result from up to pageSize+1 rows in order. */
-export function page(q: ListQuery, rows: { ts: string; id: string; json: string }[], total: number, tokens: PageTokens): TaskListResult {
+/** Build the result from up to pageSize+1 rows in order; `parse` turns a row's JSON into its task. */
+export function page(
+  q: ListQuery,
+  rows: { ts: string; id: string; json: string }[],
+  total: number,
+  tokens: PageTokens,
+  parse: (id: string, json: string) => Task = (_id, json) => JSON.parse(json) as Task,
+): TaskListResult {
   const hasMore = rows.length > q.pageSize;
   const shown = hasMore ? rows.slice(0, q.pageSize) : rows;
   const last = shown[shown.length - 1];
   return {
-    tasks: shown.map((r) => JSON.parse(r.json) as Task),
+    tasks: shown.map((r) => parse(r.id, r.json)),
     total,
     totalSize: total,
     hasMore,

@@ -9,6 +9,7 @@
 //     statistics change, and a query no index serves fails instead of scanning. PostgreSQL plans with its statistics.
 //   - On a SQLite file the page and its total run together, on a reader thread (./sql/readers.ts), in one snapshot.
 import { sql, type CompiledQuery, type Kysely, type SelectQueryBuilder } from "kysely";
+import type { ListedRows } from "./listed-rows.js";
 import type { SqliteReaders } from "./sql/readers.js";
 import { int } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
@@ -21,6 +22,8 @@ export type SqlDialectName = "sqlite" | "postgres";
 export interface GrowingReads {
   dialect: SqlDialectName;
   readers?: SqliteReaders;
+  /** The listed tasks kept parsed (./listed-rows.ts); without it every row is parsed. */
+  listed?: ListedRows;
 }
 
 type TaskQuery<O> = SelectQueryBuilder<SqlSchema, "a2a_tasks", O>;
@@ -94,7 +97,9 @@ export function listingQueries(db: Kysely<SqlSchema>, dialect: SqlDialectName, q
 export async function listTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTransaction: boolean, q: ListQuery, tokens: PageTokens): Promise<TaskListResult> {
   const queries = listingQueries(db, reads.dialect, q);
   const [found, counted] = await read(db, reads, inTransaction, [queries.page, queries.total]);
-  return page(q, found as { id: string; ts: string; json: string }[], int((counted![0] as { n: number | string | bigint }).n), tokens);
+  const listed = reads.listed;
+  const rows = found as { id: string; ts: string; json: string }[];
+  return page(q, rows, int((counted![0] as { n: number | string | bigint }).n), tokens, listed === undefined ? undefined : (id, json) => listed.task(id, json));
 }
 
 /** Every task (the all-tasks counts). */

@@ -11,13 +11,15 @@ import { PreparedQuery } from "./sql/prepared.js";
 import type { SqliteReaders } from "./sql/readers.js";
 import { storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
+import { LISTED_ROWS, ListedRows } from "./listed-rows.js";
 import { countTasks, listTasks, orphanTasks, type GrowingReads } from "./tasks-list.js";
 import { canonicalTimestamp, deepFreeze, invalid, PageTokens, resolveListQuery, serialize, TERMINAL, type SaveResult, type StoredTask, type StoredTaskView, type OrphanScope, type TaskExtra, type TaskListResult, type TaskStore } from "./task-records.js";
 
 export interface SqlTaskStoreOptions {
   /**
    * Read cache (A2A_TASK_STORE_CACHE_SIZE): how many tasks view() keeps parsed and frozen, least recently read
-   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE. Only with `watch`.
+   * dropped first; 0 = off. Default DEFAULT_TASK_CACHE_SIZE. Only with `watch`. 0 also turns off the listings' rows
+   * kept parsed (./listed-rows.ts: LISTED_ROWS, with or without a watch).
    */
   cacheSize?: number;
   /**
@@ -135,7 +137,11 @@ export class SqlTaskStore implements TaskStore {
       views: new Map(),
       cacheSize,
       watch: cacheSize > 0 ? watch : undefined,
-      reads: { dialect: db.getExecutor().adapter instanceof PostgresAdapter ? "postgres" : "sqlite", ...(options.readers === undefined ? {} : { readers: options.readers }) },
+      reads: {
+        dialect: db.getExecutor().adapter instanceof PostgresAdapter ? "postgres" : "sqlite",
+        ...(options.readers === undefined ? {} : { readers: options.readers }),
+        ...(options.cacheSize === 0 ? {} : { listed: new ListedRows(LISTED_ROWS) }),
+      },
       writes: 0,
     };
     shared.watch?.subscribe(() => {

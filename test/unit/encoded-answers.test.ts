@@ -1,7 +1,8 @@
-// encodeCached (src/protocol/encoded.ts): answers encoded once per frozen snapshot and key, never for anything else.
+// encodeCached (src/protocol/encoded.ts): answers encoded once per frozen snapshot and key, never for anything else;
+// spliceEncoded: a listing page holding such answers written as JSON.stringify would write it.
 import { describe, expect, it } from "vitest";
 import { v0_3, v1_0 } from "../../src/protocol/codec/index.js";
-import { EncodedJson, encodeCached, MAX_VARIANTS, plainResult } from "../../src/protocol/encoded.js";
+import { EncodedJson, encodeCached, MAX_VARIANTS, plainResult, spliceEncoded } from "../../src/protocol/encoded.js";
 import type { Task } from "../../src/protocol/model.js";
 import { deepFreeze } from "../../src/storage/task-records.js";
 import { gatewayTask } from "../../tools/bench/sdk-server.js";
@@ -74,5 +75,28 @@ describe("encodeCached", () => {
     expect(c.calls()).toBe(MAX_VARIANTS + 1);
     encodeCached(task, "h0", c.encode); // the older ones were dropped
     expect(c.calls()).toBe(MAX_VARIANTS + 2);
+  });
+});
+
+describe("spliceEncoded", () => {
+  it("writes the text JSON.stringify writes, with the items' texts spliced in, and keeps the value", () => {
+    const a = encodeCached(snapshot(1), "k", (t) => v1_0.task(t)) as EncodedJson;
+    const b = encodeCached(snapshot(2), "k", (t) => v1_0.task(t)) as EncodedJson;
+    const page = { tasks: [a, { id: "plain" }, b], nextPageToken: "", skipped: undefined, pageSize: 50, totalSize: 3, nested: { n: [1, "x", null] } };
+    const out = spliceEncoded(page);
+    expect(out).toBeInstanceOf(EncodedJson);
+    expect((out as EncodedJson).text).toBe(JSON.stringify(page));
+    expect(JSON.parse((out as EncodedJson).text).tasks[0]).toEqual(a.value);
+    expect(plainResult(out)).toBe(page);
+    // An item JSON.stringify writes as null in an array (undefined, a function) is written null here too.
+    const odd = { tasks: [a, undefined, () => 1] };
+    expect((spliceEncoded(odd) as EncodedJson).text).toBe(JSON.stringify(odd));
+  });
+
+  it("returns the value itself when no member holds an encoded item", () => {
+    const page = { tasks: [{ id: "x" }], totalSize: 1 };
+    expect(spliceEncoded(page)).toBe(page);
+    const empty = { tasks: [], totalSize: 0 };
+    expect(spliceEncoded(empty)).toBe(empty);
   });
 });

@@ -366,3 +366,48 @@ describe("reader threads", () => {
     }
   });
 });
+
+describe("listed rows kept parsed (src/storage/listed-rows.ts)", () => {
+  /** Lists ctx-a twice, changes a row behind the store's back (raw SQL), lists again. */
+  async function relist(storage: Storage, rawExec: (statement: string) => Promise<void>, kept: boolean): Promise<void> {
+    await storage.tasks.create(makeTask("kept1", "ctx-a", "working", at(10)), "alice");
+    await storage.tasks.create(makeTask("kept2", "ctx-a", "completed", at(20)), "alice");
+    const first = (await storage.tasks.list("alice", { contextId: "ctx-a" })).tasks;
+    const second = (await storage.tasks.list("alice", { contextId: "ctx-a" })).tasks;
+    expect(second.map((t) => t.id)).toEqual(["kept2", "kept1"]);
+    for (let i = 0; i < 2; i++) {
+      expect(second[i] === first[i]).toBe(kept);
+      expect(Object.isFrozen(second[i])).toBe(kept);
+      expect(second[i]).toEqual(first[i]);
+    }
+    const changed = { ...makeTask("kept1", "ctx-a", "working", at(10)), metadata: { changed: "behind the store" } };
+    await rawExec(`UPDATE a2a_tasks SET task_json = '${JSON.stringify(changed)}' WHERE id = 'kept1'`);
+    const third = (await storage.tasks.list("alice", { contextId: "ctx-a" })).tasks;
+    expect(third[1]).toEqual(changed);
+    expect(third[0] === second[0]).toBe(kept);
+  }
+
+  it("SQLite: an unchanged row is the same frozen task, a changed one is read anew; none kept with the cache off", async () => {
+    for (const taskCacheSize of [undefined, 0]) {
+      const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}`, ...(taskCacheSize === undefined ? {} : { taskCacheSize }) });
+      try {
+        await relist(storage, async (statement) => void prepare(storage.database!.db, statement).run(), taskCacheSize === undefined);
+      } finally {
+        await storage.close();
+      }
+    }
+  });
+
+  it.skipIf(postgresUrl === undefined)("PostgreSQL: the same (no change watch: the row's text decides)", async () => {
+    for (const taskCacheSize of [undefined, 0]) {
+      const database = await freshDatabase();
+      const storage = await openStorage({ backend: "sqlite", url: database.url, ...(taskCacheSize === undefined ? {} : { taskCacheSize }) });
+      try {
+        await relist(storage, async (statement) => void (await sql.raw(statement).execute(storage.sql)), taskCacheSize === undefined);
+      } finally {
+        await storage.close();
+        await database.drop();
+      }
+    }
+  });
+});

@@ -1,5 +1,7 @@
 // src/server/warm.ts: once a gateway serves, its background start-up work begins BACKGROUND_START_DELAY_MS later, not
-// at once: the first SQLite reader thread and the push outbox's first pass (the validators load with them).
+// at once: the first SQLite reader thread and the push outbox's first pass (the validators load with them). The
+// timer never holds the process.
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -7,10 +9,9 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import type { Logger } from "pino";
 import { catalog } from "../../src/contract/catalog.js";
 import type { PushService } from "../../src/push/service.js";
-import { warmInBackground } from "../../src/server/warm.js";
+import { BACKGROUND_START_DELAY_MS, warmInBackground } from "../../src/server/warm.js";
 import { openStorage } from "../../src/storage/index.js";
 import type { SqliteReaders } from "../../src/storage/sql/readers.js";
-import { BACKGROUND_START_DELAY_MS } from "../../src/util/background-start.js";
 
 describe("warmInBackground", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-warm-"));
@@ -36,5 +37,15 @@ describe("warmInBackground", () => {
     } finally {
       await storage.close();
     }
+  });
+
+  it("does not keep the process alive for the work", () => {
+    const module = path.resolve(import.meta.dirname, "../../src/server/warm.ts");
+    // Held by the timer, the process would live BACKGROUND_START_DELAY_MS longer and print "ran".
+    const script =
+      `import { warmInBackground } from ${JSON.stringify(module)};` +
+      `warmInBackground({ storage: undefined, push: { firstPass: () => process.stdout.write("ran") }, catalog: { methods: [] }, log: console });`;
+    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+    expect(out).toBe("");
   });
 });

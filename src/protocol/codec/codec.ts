@@ -171,8 +171,8 @@ export function codecOf(d: Dialect): Codec {
         }
       }
     },
-    listResult(page, view = {}) {
-      const tasks = page.tasks.map((t) => task(t, { historyLength: view.historyLength, includeArtifacts: view.includeArtifacts ?? false }));
+    listResult(page, view = {}, encodeTask = (t) => task(t, { historyLength: view.historyLength, includeArtifacts: view.includeArtifacts ?? false })) {
+      const tasks = page.tasks.map(encodeTask);
       if (d.list.paging === "token") return { tasks, nextPageToken: page.nextPageToken ?? "", pageSize: page.pageSize, totalSize: page.totalSize };
       const offset = page.offset ?? 0;
       return { tasks, total: page.totalSize, limit: page.pageSize, offset, hasMore: offset + page.tasks.length < page.totalSize };

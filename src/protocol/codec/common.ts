@@ -97,7 +97,8 @@ export interface Codec {
   message(message: Message): unknown;
   sendResult(result: SendResult, view?: TaskView): unknown;
   streamEvent(event: StreamEvent): unknown;
-  listResult(page: TaskPage, view?: TaskView): unknown;
+  /** `encodeTask` (default: task() with the view) encodes each task of the page, e.g. from a cache (../encoded.ts). */
+  listResult(page: TaskPage, view?: TaskView, encodeTask?: (task: Task) => unknown): unknown;
   pushConfig(config: PushConfig): unknown;
   /** The answer to a push config set request `raw` (0.3 JSON-RPC: seed 004's `{id, status, createdAt}` for its shape). */
   pushConfigSet(config: PushConfig, raw: unknown): unknown;

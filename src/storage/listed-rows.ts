@@ -1,0 +1,38 @@
+// The tasks of listing pages, kept parsed and frozen per row. A row is taken from here only when its stored JSON is
+// the same text as when it was parsed, so a listing never shows a stale task, whoever wrote the row (another gateway
+// on the same PostgreSQL database, another process on the same SQLite file): nothing needs telling of a change. A
+// task read again unchanged (a client polling a page) is the same frozen object as before, so its encoded form is
+// reused too (../protocol/encoded.ts encodeCached): no parse, no encoding, no JSON.stringify of it. At most `size`
+// rows are kept, the least recently listed dropped first.
+import type { Task } from "../protocol/model.js";
+import { deepFreeze } from "./task-records.js";
+
+/** Rows a store keeps parsed for its listings (unless A2A_TASK_STORE_CACHE_SIZE is 0). */
+export const LISTED_ROWS = 1_000;
+
+export class ListedRows {
+  readonly #rows = new Map<string, { json: string; task: Task }>();
+
+  constructor(readonly size: number) {}
+
+  /** The task stored as `json` under `id`: the frozen object parsed before when the text is unchanged. */
+  task(id: string, json: string): Task {
+    if (this.size <= 0) return JSON.parse(json) as Task;
+    const hit = this.#rows.get(id);
+    // Most recently listed last: the first key is the one to drop.
+    this.#rows.delete(id);
+    if (hit !== undefined && hit.json === json) {
+      this.#rows.set(id, hit);
+      return hit.task;
+    }
+    const task = deepFreeze(JSON.parse(json) as Task);
+    this.#rows.set(id, { json, task });
+    if (this.#rows.size > this.size) this.#rows.delete(this.#rows.keys().next().value!);
+    return task;
+  }
+
+  /** Rows held (for tests). */
+  get held(): number {
+    return this.#rows.size;
+  }
+}
