@@ -8,6 +8,8 @@
 //   - On SQLite every query names its index (INDEXED BY): the plan cannot fall back to a scan of the table as the
 //     statistics change, and a query no index serves fails instead of scanning. PostgreSQL plans with its statistics.
 //   - On a SQLite file the page and its total run together, on a reader thread (./sql/readers.ts), in one snapshot.
+//     On PostgreSQL the total is a column of the page's query: one round trip, one snapshot.
+//   - A listed row's task is parsed once while its text stays the same (./listed-rows.ts).
 import { sql, type CompiledQuery, type Kysely, type SelectQueryBuilder } from "kysely";
 import type { ListedRows } from "./listed-rows.js";
 import type { SqliteReaders } from "./sql/readers.js";
@@ -61,7 +63,9 @@ async function read(db: Kysely<SqlSchema>, reads: GrowingReads, inTransaction: b
   return out;
 }
 
-const countsOf = (db: Kysely<SqlSchema>, kind: number, owner: string, contextId: string, state: string | undefined): CompiledQuery => {
+type Total = SelectQueryBuilder<SqlSchema, "a2a_tasks" | "a2a_task_counts", { n: number | string | bigint }>;
+
+const countsOf = (db: Kysely<SqlSchema>, kind: number, owner: string, contextId: string, state: string | undefined): Total => {
   let q = db
     .selectFrom("a2a_task_counts")
     .select(sql<number | string | bigint>`COALESCE(SUM(n), 0)`.as("n"))
@@ -69,11 +73,18 @@ const countsOf = (db: Kysely<SqlSchema>, kind: number, owner: string, contextId:
     .where("owner", "=", owner)
     .where("context_id", "=", contextId);
   if (state !== undefined) q = q.where("state", "=", state);
-  return q.compile();
+  return q as Total;
 };
 
-/** The two queries of a listing: its page and its total (what listTasks runs; tests read their plans). */
-export function listingQueries(db: Kysely<SqlSchema>, dialect: SqlDialectName, q: ListQuery): { page: CompiledQuery; total: CompiledQuery } {
+/**
+ * The queries of a listing: its page and its total (what listTasks runs; tests read their plans), and on PostgreSQL
+ * the page with the total as a column of each row (`pageWithTotal`): one round trip and one snapshot instead of two.
+ */
+export function listingQueries(
+  db: Kysely<SqlSchema>,
+  dialect: SqlDialectName,
+  q: ListQuery,
+): { page: CompiledQuery; total: CompiledQuery; pageWithTotal?: CompiledQuery } {
   const index = listingIndex(q);
   const from = 'from "a2a_tasks"';
   let rows = filtered(db.selectFrom("a2a_tasks").select(["id", "status_timestamp as ts", "task_json as json"]), q);
@@ -86,25 +97,42 @@ export function listingQueries(db: Kysely<SqlSchema>, dialect: SqlDialectName, q
   }
   let ordered = rows.orderBy("status_timestamp", "desc").orderBy("id", "asc").limit(q.pageSize + 1);
   if (q.offset > 0) ordered = ordered.offset(q.offset);
-  const total =
+  const total: Total =
     q.after === undefined
       ? countsOf(db, q.owner === undefined ? (q.contextId === undefined ? 0 : 2) : q.contextId === undefined ? 1 : 3, q.owner ?? "", q.contextId ?? "", q.state)
-      : indexedBy(filtered(db.selectFrom("a2a_tasks").select(sql<number | string | bigint>`COUNT(*)`.as("n")), q).compile(), from, index, dialect);
-  return { page: indexedBy(ordered.compile(), from, index, dialect), total };
+      : (filtered(db.selectFrom("a2a_tasks").select(sql<number | string | bigint>`COUNT(*)`.as("n")), q) as Total);
+  const compiledTotal = q.after === undefined ? total.compile() : indexedBy(total.compile(), from, index, dialect);
+  return {
+    page: indexedBy(ordered.compile(), from, index, dialect),
+    total: compiledTotal,
+    ...(dialect === "postgres" ? { pageWithTotal: ordered.select(total.as("total")).compile() } : {}),
+  };
 }
+
+type PageRow = { id: string; ts: string; json: string };
 
 /** One page of a listing and its total. */
 export async function listTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTransaction: boolean, q: ListQuery, tokens: PageTokens): Promise<TaskListResult> {
   const queries = listingQueries(db, reads.dialect, q);
-  const [found, counted] = await read(db, reads, inTransaction, [queries.page, queries.total]);
+  let rows: PageRow[];
+  let total: number;
+  if (queries.pageWithTotal !== undefined) {
+    // The total rides on the page's rows; an empty page (past the end, or nothing matches) asks for it on its own.
+    const found = (await db.executeQuery(queries.pageWithTotal)).rows as (PageRow & { total: number | string | bigint })[];
+    rows = found;
+    total = found.length > 0 ? int(found[0]!.total) : int(((await db.executeQuery(queries.total)).rows[0] as { n: number | string | bigint }).n);
+  } else {
+    const [found, counted] = await read(db, reads, inTransaction, [queries.page, queries.total]);
+    rows = found as PageRow[];
+    total = int((counted![0] as { n: number | string | bigint }).n);
+  }
   const listed = reads.listed;
-  const rows = found as { id: string; ts: string; json: string }[];
-  return page(q, rows, int((counted![0] as { n: number | string | bigint }).n), tokens, listed === undefined ? undefined : (id, json) => listed.task(id, json));
+  return page(q, rows, total, tokens, listed === undefined ? undefined : (id, json) => listed.task(id, json));
 }
 
 /** Every task (the all-tasks counts). */
 export async function countTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTransaction: boolean): Promise<number> {
-  const [rows] = await read(db, reads, inTransaction, [countsOf(db, 0, "", "", undefined)]);
+  const [rows] = await read(db, reads, inTransaction, [countsOf(db, 0, "", "", undefined).compile()]);
   return int((rows![0] as { n: number | string | bigint }).n);
 }
 

@@ -238,8 +238,9 @@ describe("every listing and sweep query reads an index in list order", () => {
         const planOf = async (compiled: { sql: string; parameters: readonly unknown[] }): Promise<string> =>
           (await db.executeQuery<{ "QUERY PLAN": string }>(CompiledQuery.raw(`EXPLAIN ${compiled.sql}`, [...compiled.parameters]))).rows.map((r) => r["QUERY PLAN"]).join("\n");
         for (const q of queryShapes(tokens)) {
-          const { page, total } = listingQueries(db as Kysely<SqlSchema>, "postgres", q);
-          for (const compiled of [page, total]) {
+          const { page, total, pageWithTotal } = listingQueries(db as Kysely<SqlSchema>, "postgres", q);
+          expect(pageWithTotal).toBeDefined();
+          for (const compiled of [page, total, pageWithTotal!]) {
             const plan = await planOf(compiled);
             expect(plan, compiled.sql).not.toMatch(/Seq Scan on a2a_tasks|Sort\b/);
           }
@@ -385,6 +386,11 @@ describe("listed rows kept parsed (src/storage/listed-rows.ts)", () => {
     const third = (await storage.tasks.list("alice", { contextId: "ctx-a" })).tasks;
     expect(third[1]).toEqual(changed);
     expect(third[0] === second[0]).toBe(kept);
+    // A page past the end still has its total (PostgreSQL asks for it on its own when no row carries it).
+    const past = await storage.tasks.list("alice", { contextId: "ctx-a", offset: 10, limit: 5 });
+    expect(past.tasks).toEqual([]);
+    expect(past.total).toBe(2);
+    expect((await storage.tasks.list("alice", { contextId: "ctx-none" })).total).toBe(0);
   }
 
   it("SQLite: an unchanged row is the same frozen task, a changed one is read anew; none kept with the cache off", async () => {
