@@ -108,7 +108,7 @@ export const variables = {
       return value;
     },
   },
-  taskStoreCacheSize: int("A2A_TASK_STORE_CACHE_SIZE", DEFAULT_TASK_CACHE_SIZE, 0, 10_000_000, "SQLite store: tasks kept parsed in memory for GetTask (about 2 KiB each, least recently read dropped first); `0` reads every task from SQLite. Writes by other processes to the same file are noticed within 100 ms (`PRAGMA data_version`)."),
+  taskStoreCacheSize: int("A2A_TASK_STORE_CACHE_SIZE", DEFAULT_TASK_CACHE_SIZE, 0, 10_000_000, "SQLite store: tasks kept parsed in memory for GetTask (about 2 KiB each, least recently read dropped first); `0` reads every task from SQLite. Writes by other processes to the same file are noticed within 100 ms (`PRAGMA data_version`). Listings (SQLite and PostgreSQL) also keep the last 1,000 listed rows parsed and encoded, reused only while a row's stored text is unchanged; `0` turns that off too."),
   taskStoreReaders: int("A2A_TASK_STORE_READERS", DEFAULT_TASK_STORE_READERS, 0, 64, "SQLite file store: threads with read-only connections of their own that run task listings and their totals, so a long listing never holds up other requests and streams; started on first use. `0` runs listings on the gateway's own connection."),
   instanceId: str("A2A_INSTANCE_ID", undefined, "PostgreSQL store: this gateway's name among the gateways of the database (default: a new random id per start). A gateway restarted with the same id fails its previous run's unfinished tasks at once instead of after the lease."),
   instanceLease: seconds("A2A_INSTANCE_LEASE_SECONDS", 15, 0.3, 3_600, "PostgreSQL store: each gateway renews its lease every third of this; when a gateway stops renewing, another one fails the tasks it was running this long after its last renewal."),

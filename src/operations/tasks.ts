@@ -107,7 +107,8 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
         ...(list.offset === undefined ? {} : { offset: list.offset }),
         nextPageToken: result.nextPageToken,
       };
-      const encoded = codec.listResult(page, view, (t) => encodeCached(t, key, (task) => codec.task(filterTask(task, access), view)));
+      // The texts only are kept: nothing reads a listed task's value but the payload log (which parses it again).
+      const encoded = codec.listResult(page, view, (t) => encodeCached(t, key, (task) => codec.task(filterTask(task, access), view), false));
       return spliceEncoded(encoded as Record<string, unknown>);
     },
     cancel: async (params, call) => {

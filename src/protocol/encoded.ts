@@ -12,13 +12,30 @@ import type { Task } from "./model.js";
 /**
  * A JSON value together with its text. The transports write `text` as it is (or splice it into a JSON-RPC
  * envelope); JSON.stringify of anything holding one writes `value` (toJSON), the same JSON, so a consumer that does
- * not know the type still writes the right bytes.
+ * not know the type still writes the right bytes. Made without its value (`EncodedJson.ofText`), it keeps the text
+ * only and parses it whenever the value is asked for (a listed task: only the payload log asks).
  */
 export class EncodedJson {
+  readonly #value: unknown;
+  readonly #kept: boolean;
+
   constructor(
-    readonly value: unknown,
+    value: unknown,
     readonly text: string,
-  ) {}
+    kept = true,
+  ) {
+    this.#value = value;
+    this.#kept = kept;
+  }
+
+  /** An EncodedJson that keeps `text` only. */
+  static ofText(text: string): EncodedJson {
+    return new EncodedJson(undefined, text, false);
+  }
+
+  get value(): unknown {
+    return this.#kept ? this.#value : JSON.parse(this.text);
+  }
 
   toJSON(): unknown {
     return this.value;
@@ -38,14 +55,16 @@ const answers = new WeakMap<Task, Map<string, EncodedJson>>();
 /**
  * `encode(task)` as an EncodedJson cached on `task` under `key`, when `task` is frozen (a store snapshot); else the
  * encoded value itself, uncached. `key` must name everything besides the task that the encoding depends on.
+ * `keepValue` false: the cached EncodedJson holds the text only (ofText), for answers whose value is rarely read.
  */
-export function encodeCached(task: Task, key: string, encode: (task: Task) => unknown): unknown {
+export function encodeCached(task: Task, key: string, encode: (task: Task) => unknown, keepValue = true): unknown {
   if (!Object.isFrozen(task)) return encode(task);
   let variants = answers.get(task);
   const hit = variants?.get(key);
   if (hit !== undefined) return hit;
   const value = encode(task);
-  const encoded = new EncodedJson(value, JSON.stringify(value));
+  const text = JSON.stringify(value);
+  const encoded = keepValue ? new EncodedJson(value, text) : EncodedJson.ofText(text);
   if (variants === undefined) answers.set(task, (variants = new Map()));
   else if (variants.size >= MAX_VARIANTS) variants.clear();
   variants.set(key, encoded);

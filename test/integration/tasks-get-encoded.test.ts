@@ -7,22 +7,13 @@ import { CredentialRegistry } from "../../src/auth/credentials.js";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import type { Task } from "../../src/protocol/model.js";
 import { gatewayTask } from "../../tools/bench/sdk-server.js";
-import { catalog } from "../support/contract.js";
+import { catalog, withoutResultScopes } from "../support/contract.js";
 import { call, rpc, TEST_TOKEN } from "../support/gateway.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
 type Obj = Record<string, any>;
 const LIMITED = "encoded-noread-secret-0123456789";
-const CREDS = [
-  {
-    id: "encoded-noread",
-    principal: "encoded-noread",
-    scheme: "bearer",
-    secret: LIMITED,
-    trust_level: "autonomous",
-    scopes: catalog.scopes.filter((s) => s !== "results.read" && s !== "results.files"),
-  },
-];
+const CREDS = [withoutResultScopes("encoded-noread", LIMITED)];
 
 let g: TaskGateway;
 let storage: Storage;

@@ -10,22 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import type { Task } from "../../src/protocol/model.js";
 import { gatewayTask } from "../../tools/bench/sdk-server.js";
-import { catalog } from "../support/contract.js";
+import { withoutResultScopes } from "../support/contract.js";
 import { call, rpc, TEST_TOKEN } from "../support/gateway.js";
 import { startTaskGateway, type TaskGateway } from "../support/tasks.js";
 
 type Obj = Record<string, any>;
 const LIMITED = "listed-noread-secret-0123456789";
-const CREDS = [
-  {
-    id: "listed-noread",
-    principal: "listed-noread",
-    scheme: "bearer",
-    secret: LIMITED,
-    trust_level: "autonomous",
-    scopes: catalog.scopes.filter((s) => s !== "results.read" && s !== "results.files"),
-  },
-];
+const CREDS = [withoutResultScopes("listed-noread", LIMITED)];
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-listed-"));
 const url = `sqlite:///${path.join(dir, "a2a.db")}`;

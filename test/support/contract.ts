@@ -108,3 +108,8 @@ export async function expectRestError(
   }
   return res.body;
 }
+
+/** A bearer credential (A2A_CREDENTIALS entry) holding every scope but the result scopes (results.read, results.files). */
+export function withoutResultScopes(id: string, secret: string): Record<string, unknown> {
+  return { id, principal: id, scheme: "bearer", secret, trust_level: "autonomous", scopes: catalog.scopes.filter((s) => s !== "results.read" && s !== "results.files") };
+}

@@ -100,3 +100,19 @@ describe("spliceEncoded", () => {
     expect(spliceEncoded(empty)).toBe(empty);
   });
 });
+
+describe("EncodedJson without its value", () => {
+  it("keeps the text only and gives the value parsed from it (a listed task: encodeCached(…, false))", () => {
+    const task = snapshot(7);
+    const encoded = encodeCached(task, "text-only", (t) => v0_3.task(t), false) as EncodedJson;
+    expect(encoded).toBeInstanceOf(EncodedJson);
+    expect(encoded.text).toBe(JSON.stringify(v0_3.task(task)));
+    expect(encoded.value).toEqual(v0_3.task(task));
+    expect(encoded.value).not.toBe(encoded.value); // parsed per ask, never held
+    expect(JSON.stringify({ tasks: [encoded] })).toBe(`{"tasks":[${encoded.text}]}`);
+    expect(encodeCached(task, "text-only", () => ({ never: true }), false)).toBe(encoded);
+    // With its value (the default) the value is the one encoded.
+    const kept = encodeCached(task, "kept", (t) => v0_3.task(t)) as EncodedJson;
+    expect(kept.value).toBe(kept.value);
+  });
+});
