@@ -80,7 +80,7 @@ describe("listing pages from rows kept parsed and tasks encoded once", () => {
     const { contextId, tasks } = await context(2);
     const listed = async () => new Map<string, Obj>(result(await listRaw("1.0", { contextId, pageSize: 10 })).tasks.map((t: Obj) => [t.id, t]));
     await listed();
-    await listed(); // now from the rows kept parsed
+    await listed(); // kept from this second listing on
     const base = tasks[0]!;
     const working: Task = { ...base, status: { ...base.status, state: "working" }, metadata: { ...(base.metadata ?? {}), round: 0 } };
     // A task that is already terminal keeps its state: a fresh working row is made by the other connection, listed,

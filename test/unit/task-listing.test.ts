@@ -373,6 +373,7 @@ describe("listed rows kept parsed (src/storage/listed-rows.ts)", () => {
   async function relist(storage: Storage, rawExec: (statement: string) => Promise<void>, kept: boolean): Promise<void> {
     await storage.tasks.create(makeTask("kept1", "ctx-a", "working", at(10)), "alice");
     await storage.tasks.create(makeTask("kept2", "ctx-a", "completed", at(20)), "alice");
+    await storage.tasks.list("alice", { contextId: "ctx-a" }); // listed once: parsed, not kept
     const first = (await storage.tasks.list("alice", { contextId: "ctx-a" })).tasks;
     const second = (await storage.tasks.list("alice", { contextId: "ctx-a" })).tasks;
     expect(second.map((t) => t.id)).toEqual(["kept2", "kept1"]);
