@@ -5,7 +5,7 @@ import type { TasksHandlers } from "../../generated/types/methods.js";
 import { checkQuery, type QueryLookup } from "../contract/query.js";
 import { codecFor, type Codec } from "../protocol/codec/index.js";
 import { encodeCached, spliceEncoded } from "../protocol/encoded.js";
-import type { SendParams, StreamEvent } from "../protocol/model.js";
+import type { SendParams, StreamEvent, Task } from "../protocol/model.js";
 import type { PushService } from "../push/service.js";
 import { filterEvent, filterTask, resultAccess, type ResultAccess } from "../runtime/result-scope.js";
 import type { Configure } from "../runtime/options.js";
@@ -63,6 +63,15 @@ function sendTimeConfig(push: PushService | undefined, call: Call, send: SendPar
   };
 }
 
+/** The part of an encoded task's cache key that its dialect and the caller's result scopes make. */
+const scopedKey = (codec: Codec, access: ResultAccess): string => `${codec.wire}|${access.artifacts ? "a" : "-"}${access.files ? "f" : "-"}`;
+
+/** A task as the caller may see it, encoded for `view`. */
+const encodeFor =
+  (codec: Codec, access: ResultAccess, view: Parameters<Codec["task"]>[1]) =>
+  (task: Task): unknown =>
+    codec.task(filterTask(task, access), view);
+
 export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined, queries: QueryLookup) {
   /** The REST params a handler reads, or the JSON-RPC params as they are. */
   const input = (params: Record<string, unknown>, call: Call) => (call.transport === "rest" ? pathAndQuery(params, call, queries) : params);
@@ -87,8 +96,7 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
       const access = resultAccess(call.principal);
       const view = query.historyLength === undefined ? {} : { historyLength: query.historyLength };
       // The answer depends on the snapshot, the dialect, the caller's result scopes and the history length only.
-      const key = `${codec.wire}|${access.artifacts ? "a" : "-"}${access.files ? "f" : "-"}|${query.historyLength ?? ""}`;
-      return encodeCached(task, key, (t) => codec.task(filterTask(t, access), view));
+      return encodeCached(task, `${scopedKey(codec, access)}|${query.historyLength ?? ""}`, encodeFor(codec, access, view));
     },
     list: async (params, call) => {
       const codec = codecOf(call);
@@ -98,8 +106,8 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
       const includeArtifacts = list.includeArtifacts ?? false;
       const view = { ...(list.historyLength === undefined ? {} : { historyLength: list.historyLength }), includeArtifacts };
       // A listed task's encoding depends on the snapshot, the dialect, the caller's result scopes and the view only;
-      // an unchanged row is the same frozen snapshot as before (src/storage/listed-rows.ts), encoded once.
-      const key = `${codec.wire}|${access.artifacts ? "a" : "-"}${access.files ? "f" : "-"}|list|${list.historyLength ?? ""}|${includeArtifacts ? "a" : "-"}`;
+      // a row listed again unchanged is the same frozen snapshot (src/storage/listed-rows.ts), encoded once.
+      const key = `${scopedKey(codec, access)}|list|${list.historyLength ?? ""}|${includeArtifacts ? "a" : "-"}`;
       const page = {
         tasks: result.tasks,
         totalSize: result.totalSize,
@@ -108,7 +116,7 @@ export function taskHandlers(runtime: TaskRuntime, push: PushService | undefined
         nextPageToken: result.nextPageToken,
       };
       // The texts only are kept: nothing reads a listed task's value but the payload log (which parses it again).
-      const encoded = codec.listResult(page, view, (t) => encodeCached(t, key, (task) => codec.task(filterTask(task, access), view), false));
+      const encoded = codec.listResult(page, view, (t) => encodeCached(t, key, encodeFor(codec, access, view), false));
       return spliceEncoded(encoded as Record<string, unknown>);
     },
     cancel: async (params, call) => {

@@ -73,18 +73,20 @@ export function encodeCached(task: Task, key: string, encode: (task: Task) => un
 
 /**
  * A JSON object whose array members may hold EncodedJson items (a listing's tasks): an EncodedJson whose text splices
- * their texts in, the other members stringified (in the object's key order, undefined members left out, as
- * JSON.stringify does). Returned as it is when no member holds one.
+ * their texts in, the other members stringified (in the object's key order; members JSON.stringify leaves out, such
+ * as undefined and functions, left out). Returned as it is when no member holds one.
  */
 export function spliceEncoded(value: Record<string, unknown>): unknown {
   const members: string[] = [];
   let spliced = false;
   for (const [key, member] of Object.entries(value)) {
-    if (member === undefined) continue;
     if (Array.isArray(member) && member.some((item) => item instanceof EncodedJson)) {
       spliced = true;
       members.push(`${JSON.stringify(key)}:[${member.map((item) => (item instanceof EncodedJson ? item.text : (JSON.stringify(item) ?? "null"))).join(",")}]`);
-    } else members.push(`${JSON.stringify(key)}:${JSON.stringify(member)}`);
+      continue;
+    }
+    const text = JSON.stringify(member) as string | undefined; // undefined for undefined, functions, symbols: left out
+    if (text !== undefined) members.push(`${JSON.stringify(key)}:${text}`);
   }
   return spliced ? new EncodedJson(value, `{${members.join(",")}}`) : value;
 }

@@ -1,14 +1,15 @@
 // The tasks of listing pages, kept parsed and frozen per row. A row is taken from here only when its stored JSON is
 // the same text as when it was parsed, so a listing never shows a stale task, whoever wrote the row (another gateway
 // on the same PostgreSQL database, another process on the same SQLite file): nothing needs telling of a change. A
-// task read again unchanged (a client polling a page) is the same frozen object as before, so its encoded form is
-// reused too (../protocol/encoded.ts encodeCached): no parse, no encoding, no JSON.stringify of it.
+// kept row listed again unchanged (a client polling a page) is the same frozen object as before, so its encoded form
+// is reused too (../protocol/encoded.ts encodeCached): no parse, no encoding, no JSON.stringify of it.
 //
-// A row is kept from the second time it is listed on: rows listed once (a walk through many contexts, a deep page
-// read once) are parsed as before and die young, instead of filling the cache and leaving each entry they push out
-// as garbage in V8's old generation (on Node 24 at 1M tasks, keeping every listed row raised the RSS after
+// A row is kept from the second time it is listed on (so its bytes are reused from its third listing): rows listed
+// once (a walk through many contexts, a deep page read once) are parsed as before and die young, instead of filling
+// the cache and leaving each entry they push out as garbage in V8's old generation (on Node 24 at 1M tasks, keeping every listed row raised the RSS after
 // bench:scale's load from 164 to 233 MB). At most `size` rows are kept, the least recently listed dropped first, and
-// the ids of at most 4 × `size` rows listed once are remembered.
+// the ids of at most 4 × `size` rows listed once are remembered. The bound is in rows, not bytes: a kept row holds its
+// text, its parsed task and up to MAX_VARIANTS encodings of it (as a GetTask snapshot does).
 import type { Task } from "../protocol/model.js";
 import { deepFreeze } from "./task-records.js";
 

@@ -151,7 +151,10 @@ export class SqlTaskStore implements TaskStore {
     return new SqlTaskStore(db, shared, false);
   }
 
-  /** The same store writing through `trx` (Storage.atomically): it shares the cache's invalidation, never fills it. */
+  /**
+   * The same store writing through `trx` (Storage.atomically): it shares the read cache's invalidation and never fills
+   * it. Its listings do keep rows (./listed-rows.ts): a row is reused only for the same text, committed or not.
+   */
   within(trx: Kysely<SqlSchema>): SqlTaskStore {
     return new SqlTaskStore(trx, this.shared, true);
   }

@@ -61,14 +61,20 @@ const result = (text: string): Obj => JSON.parse(text).result;
 describe("listing pages from rows kept parsed and tasks encoded once", () => {
   it("a repeated listing answers the same bytes, the text JSON.stringify writes, under each request's own id", async () => {
     const { contextId, tasks } = await context(3);
-    const first = await listRaw("1.0", { contextId, pageSize: 10 }, 1);
-    const second = await listRaw("1.0", { contextId, pageSize: 10 }, "second-id");
+    // First listing: parsed only; second: kept and encoded; third and fourth: the kept bytes.
+    const [first, second, third, fourth] = [
+      await listRaw("1.0", { contextId, pageSize: 10 }, 1),
+      await listRaw("1.0", { contextId, pageSize: 10 }, 2),
+      await listRaw("1.0", { contextId, pageSize: 10 }, "third-id"),
+      await listRaw("1.0", { contextId, pageSize: 10 }, null as unknown as number),
+    ];
     expect(result(first).tasks.map((t: Obj) => t.id).sort()).toEqual(tasks.map((t) => t.id).sort());
     expect(result(first).totalSize).toBe(3);
-    expect(JSON.parse(second).id).toBe("second-id");
+    expect(JSON.parse(third).id).toBe("third-id");
+    expect(JSON.parse(fourth).id).toBeNull();
     const body = (text: string) => text.slice(text.indexOf('"result":'));
-    expect(body(second)).toBe(body(first));
-    expect(second).toBe(JSON.stringify({ jsonrpc: "2.0", id: "second-id", result: result(first) }));
+    for (const later of [second, third, fourth]) expect(body(later)).toBe(body(first));
+    expect(third).toBe(JSON.stringify({ jsonrpc: "2.0", id: "third-id", result: result(first) }));
     // The 0.3 line's page (offset paging: total, limit, offset, hasMore) is spliced the same way.
     const v03 = await listRaw("0.3", { contextId, limit: 2 });
     expect(v03).toBe(JSON.stringify({ jsonrpc: "2.0", id: 1, result: result(v03) }));
@@ -101,8 +107,10 @@ describe("listing pages from rows kept parsed and tasks encoded once", () => {
   it("each line, transport, history length and artifacts choice gets its own bytes", async () => {
     const { contextId } = await context(2);
     const auth = { authorization: `Bearer ${TEST_TOKEN}` };
-    for (let pass = 0; pass < 2; pass++) {
-      // Twice: the second pass is answered from the kept rows and encodings and must equal the first.
+    const passes: unknown[] = [];
+    for (let pass = 0; pass < 3; pass++) {
+      // Three times: the rows are kept at the second pass and answered from their kept encodings at the third; every
+      // pass must equal the first.
       const plain = result(await listRaw("1.0", { contextId })).tasks as Obj[];
       const withArtifacts = result(await listRaw("1.0", { contextId, includeArtifacts: true })).tasks as Obj[];
       const h1 = result(await listRaw("1.0", { contextId, historyLength: 1 })).tasks as Obj[];
@@ -118,11 +126,16 @@ describe("listing pages from rows kept parsed and tasks encoded once", () => {
       for (const t of v03) expect(t.kind).toBe("task");
       for (const t of plain) expect(t.kind).toBeUndefined();
       expect(rest10.tasks).toEqual(withArtifacts);
+      passes.push({ plain, withArtifacts, h1, h0, v03, rest10 });
     }
+    expect(passes[1]).toEqual(passes[0]);
+    expect(passes[2]).toEqual(passes[0]);
   });
 
   it("a caller without the result scopes never gets the bytes encoded for one with them", async () => {
     const { contextId } = await context(2);
+    // Listed twice with the result scopes: the rows are kept and their encoding for such a caller is held.
+    await listRaw("1.0", { contextId, includeArtifacts: true });
     const full = result(await listRaw("1.0", { contextId, includeArtifacts: true })).tasks as Obj[];
     expect(full.every((t) => t.artifacts.length > 0)).toBe(true);
     for (let pass = 0; pass < 2; pass++) {

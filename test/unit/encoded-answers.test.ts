@@ -91,6 +91,9 @@ describe("spliceEncoded", () => {
     // An item JSON.stringify writes as null in an array (undefined, a function) is written null here too.
     const odd = { tasks: [a, undefined, () => 1] };
     expect((spliceEncoded(odd) as EncodedJson).text).toBe(JSON.stringify(odd));
+    // Members JSON.stringify leaves out (a function, a symbol) are left out.
+    const members = { f: () => 1, tasks: [b], s: Symbol("s"), n: null };
+    expect((spliceEncoded(members) as EncodedJson).text).toBe(JSON.stringify(members));
   });
 
   it("returns the value itself when no member holds an encoded item", () => {
