@@ -9,7 +9,8 @@
 //     statistics change, and a query no index serves fails instead of scanning. PostgreSQL plans with its statistics.
 //   - On a SQLite file the page and its total run together, on a reader thread (./sql/readers.ts), in one snapshot.
 //     On PostgreSQL the total is a column of the page's query: one round trip, one snapshot.
-//   - A listed row's task is parsed once while its text stays the same (./listed-rows.ts).
+//   - A row listed more than once is kept parsed (and its encodings with it) while its text stays the same
+//     (./listed-rows.ts).
 import { sql, type CompiledQuery, type Kysely, type SelectQueryBuilder } from "kysely";
 import type { ListedRows } from "./listed-rows.js";
 import type { SqliteReaders } from "./sql/readers.js";
