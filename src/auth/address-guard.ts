@@ -4,6 +4,7 @@
 // authentications are audited as a sample: the first A2A_AUDIT_AUTH_FAILURE_SAMPLE of an address per window, then one
 // entry when the address is blocked; the rest are only counted (a flood writes nothing to disk).
 import { A2AError } from "../contract/errors.js";
+import { boundedSet } from "../util/lru.js";
 
 export interface AddressGuardOptions {
   windowMs: number;
@@ -41,10 +42,8 @@ export class AddressGuard {
     const now = this.#opts.now();
     let w = this.#windows.get(address);
     if (w === undefined || now - w.start >= this.#opts.windowMs) {
-      if (w !== undefined) this.#windows.delete(address);
-      else if (this.#windows.size >= this.#opts.maxAddresses) this.#windows.delete(this.#windows.keys().next().value as string);
       w = { start: now, failures: 0, unauthenticated: 0, blockedAudited: false };
-      this.#windows.set(address, w);
+      boundedSet(this.#windows, address, w, this.#opts.maxAddresses);
     }
     return w;
   }

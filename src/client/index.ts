@@ -4,6 +4,7 @@
 // (./peer.ts) is the facade over the @a2a-js/sdk client for one peer. Used by the MCP tools (src/mcp) and the
 // `opencode-a2a call` command (src/cli/call.ts).
 import type { ClientSettings } from "../config/client-settings.js";
+import { boundedSet, lruGet } from "../util/lru.js";
 import type { Resolver } from "../util/network-policy.js";
 import { PeerClient, type PeerLine } from "./peer.js";
 import { PeerPolicy } from "./policy.js";
@@ -36,18 +37,12 @@ export class PeerClients {
   async get(url: string, line?: PeerLine, signal?: AbortSignal): Promise<PeerClient> {
     const key = `${line ?? "*"} ${url}`;
     const ttlMs = this.settings.clientCacheTtl * 1000;
-    const hit = this.#cache.get(key);
-    if (hit !== undefined && this.#now() - hit.at < ttlMs) {
-      // Most recently used last: the map's order is the eviction order.
-      this.#cache.delete(key);
-      this.#cache.set(key, hit);
-      return hit.client;
-    }
+    const hit = lruGet(this.#cache, key);
+    if (hit !== undefined && this.#now() - hit.at < ttlMs) return hit.client;
     this.#cache.delete(key);
     const client = PeerClient.open(url, this.settings, this.policy, line, signal);
     if (ttlMs > 0) {
-      this.#cache.set(key, { client, at: this.#now() });
-      while (this.#cache.size > this.settings.clientCacheMaxSize) this.#cache.delete(this.#cache.keys().next().value as string);
+      boundedSet(this.#cache, key, { client, at: this.#now() }, this.settings.clientCacheMaxSize);
       client.catch(() => {
         if (this.#cache.get(key)?.client === client) this.#cache.delete(key);
       });

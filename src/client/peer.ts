@@ -13,6 +13,7 @@ import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcT
 import type { A2aCallResult, A2aDiscoverResult } from "../../generated/types/extensions.js";
 import type { ClientTransport } from "../config/index.js";
 import type { ClientSettings } from "../config/client-settings.js";
+import { boundedSet } from "../util/lru.js";
 import { PeerCallError, peerError } from "./errors.js";
 import { FINAL_STATES, PeerAnswer } from "./events.js";
 import type { PeerPolicy } from "./policy.js";
@@ -87,8 +88,7 @@ class AppendFlags {
     const key = `${String(update.taskId ?? update.task_id ?? "")} ${artifactId}`;
     const queue = this.#flags.get(key) ?? [];
     queue.push(update.append === true);
-    this.#flags.set(key, queue);
-    if (this.#flags.size > MAX_APPEND_KEYS) this.#flags.delete(this.#flags.keys().next().value as string);
+    boundedSet(this.#flags, key, queue, MAX_APPEND_KEYS);
   }
 
   restore(event: StreamResponse): void {

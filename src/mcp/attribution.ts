@@ -14,6 +14,7 @@ import type { Principal } from "../auth/index.js";
 import type { Routing } from "../bridge/directory.js";
 import type { EventHub, Subscription } from "../upstream/hub.js";
 import type { UpstreamClient } from "../upstream/client.js";
+import { boundedAdd } from "../util/lru.js";
 
 /** A session running a turn the gateway started: a live task's (with its ids), or a delivered message's. */
 export interface CallerSession {
@@ -135,8 +136,7 @@ export class CallAttribution {
   }
 
   #claim(key: string): void {
-    this.#claimed.add(key);
-    if (this.#claimed.size > CLAIMS_KEPT) this.#claimed.delete(this.#claimed.values().next().value as string);
+    boundedAdd(this.#claimed, key, CLAIMS_KEPT);
   }
 
   async #snapshots(callers: readonly CallerSession[], match: (part: unknown) => Attributed | undefined, signal?: AbortSignal): Promise<Attributed | undefined> {

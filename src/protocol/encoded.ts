@@ -16,25 +16,23 @@ import type { Task } from "./model.js";
  * only and parses it whenever the value is asked for (a listed task: only the payload log asks).
  */
 export class EncodedJson {
+  /** Undefined when made by ofText (no JSON value is undefined). */
   readonly #value: unknown;
-  readonly #kept: boolean;
 
   constructor(
     value: unknown,
     readonly text: string,
-    kept = true,
   ) {
     this.#value = value;
-    this.#kept = kept;
   }
 
   /** An EncodedJson that keeps `text` only. */
   static ofText(text: string): EncodedJson {
-    return new EncodedJson(undefined, text, false);
+    return new EncodedJson(undefined, text);
   }
 
   get value(): unknown {
-    return this.#kept ? this.#value : JSON.parse(this.text);
+    return this.#value !== undefined ? this.#value : JSON.parse(this.text);
   }
 
   toJSON(): unknown {

@@ -6,6 +6,7 @@
 // PostgreSQL (the memory backend is SQLite in memory).
 import { sql, type Kysely } from "kysely";
 import type { GovernorFeedbackEntry } from "../../generated/types/extensions.js";
+import { boundedAdd } from "../util/lru.js";
 import type { ChangeWatch } from "./change-watch.js";
 import { PreparedQuery } from "./sql/prepared.js";
 import { flag, int, storeCall } from "./sql/rows.js";
@@ -109,8 +110,7 @@ export class AbsentGovernance {
 
   absent(taskId: string, token: number): void {
     if (token !== this.#writes) return;
-    this.#absent.add(taskId);
-    if (this.#absent.size > this.size) this.#absent.delete(this.#absent.values().next().value!);
+    boundedAdd(this.#absent, taskId, this.size);
   }
 
   /** A trail entry or an interrupt binding of `taskId` is about to be written. */

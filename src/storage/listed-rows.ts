@@ -11,6 +11,7 @@
 // the ids of at most 4 × `size` rows listed once are remembered. The bound is in rows, not bytes: a kept row holds its
 // text, its parsed task and up to MAX_VARIANTS encodings of it (as a GetTask snapshot does).
 import type { Task } from "../protocol/model.js";
+import { boundedAdd, boundedSet, lruGet } from "../util/lru.js";
 import { deepFreeze } from "./task-records.js";
 
 /** Rows a store keeps parsed for its listings (unless A2A_TASK_STORE_CACHE_SIZE is 0). */
@@ -25,23 +26,14 @@ export class ListedRows {
 
   /** The task stored as `json` under `id`: the frozen object parsed before when the text is unchanged. */
   task(id: string, json: string): Task {
-    if (this.size <= 0) return JSON.parse(json) as Task;
-    const hit = this.#rows.get(id);
-    if (hit === undefined && !this.#seen.has(id)) {
-      this.#seen.add(id);
-      if (this.#seen.size > 4 * this.size) this.#seen.delete(this.#seen.values().next().value!);
+    const hit = lruGet(this.#rows, id);
+    if (hit !== undefined && hit.json === json) return hit.task;
+    if (hit === undefined && !this.#seen.delete(id)) {
+      boundedAdd(this.#seen, id, 4 * this.size);
       return JSON.parse(json) as Task;
     }
-    this.#seen.delete(id);
-    // Most recently listed last: the first key is the one to drop.
-    this.#rows.delete(id);
-    if (hit !== undefined && hit.json === json) {
-      this.#rows.set(id, hit);
-      return hit.task;
-    }
     const task = deepFreeze(JSON.parse(json) as Task);
-    this.#rows.set(id, { json, task });
-    if (this.#rows.size > this.size) this.#rows.delete(this.#rows.keys().next().value!);
+    boundedSet(this.#rows, id, { json, task }, this.size);
     return task;
   }
 

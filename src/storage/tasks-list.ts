@@ -77,15 +77,17 @@ const countsOf = (db: Kysely<SqlSchema>, kind: number, owner: string, contextId:
   return q as Total;
 };
 
-/**
- * The queries of a listing: its page and its total (what listTasks runs; tests read their plans), and on PostgreSQL
- * the page with the total as a column of each row (`pageWithTotal`): one round trip and one snapshot instead of two.
- */
-export function listingQueries(
-  db: Kysely<SqlSchema>,
-  dialect: SqlDialectName,
-  q: ListQuery,
-): { page: CompiledQuery; total: CompiledQuery; pageWithTotal?: CompiledQuery } {
+/** The queries of a listing, each compiled when first read: listTasks runs `page` and `total`, or on PostgreSQL the page
+ * with the total as a column of each row (`pageWithTotal`: one round trip and one snapshot instead of two); tests read
+ * their plans. */
+export interface ListingQueries {
+  readonly page: CompiledQuery;
+  readonly total: CompiledQuery;
+  /** PostgreSQL only. */
+  readonly pageWithTotal?: CompiledQuery;
+}
+
+export function listingQueries(db: Kysely<SqlSchema>, dialect: SqlDialectName, q: ListQuery): ListingQueries {
   const index = listingIndex(q);
   const from = 'from "a2a_tasks"';
   let rows = filtered(db.selectFrom("a2a_tasks").select(["id", "status_timestamp as ts", "task_json as json"]), q);
@@ -102,11 +104,16 @@ export function listingQueries(
     q.after === undefined
       ? countsOf(db, q.owner === undefined ? (q.contextId === undefined ? 0 : 2) : q.contextId === undefined ? 1 : 3, q.owner ?? "", q.contextId ?? "", q.state)
       : (filtered(db.selectFrom("a2a_tasks").select(sql<number | string | bigint>`COUNT(*)`.as("n")), q) as Total);
-  const compiledTotal = q.after === undefined ? total.compile() : indexedBy(total.compile(), from, index, dialect);
   return {
-    page: indexedBy(ordered.compile(), from, index, dialect),
-    total: compiledTotal,
-    ...(dialect === "postgres" ? { pageWithTotal: ordered.select(total.as("total")).compile() } : {}),
+    get page() {
+      return indexedBy(ordered.compile(), from, index, dialect);
+    },
+    get total() {
+      return q.after === undefined ? total.compile() : indexedBy(total.compile(), from, index, dialect);
+    },
+    get pageWithTotal() {
+      return dialect === "postgres" ? ordered.select(total.as("total")).compile() : undefined;
+    },
   };
 }
 
@@ -117,9 +124,10 @@ export async function listTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTr
   const queries = listingQueries(db, reads.dialect, q);
   let rows: PageRow[];
   let total: number;
-  if (queries.pageWithTotal !== undefined) {
+  const pageWithTotal = queries.pageWithTotal;
+  if (pageWithTotal !== undefined) {
     // The total rides on the page's rows; an empty page (past the end, or nothing matches) asks for it on its own.
-    const found = (await db.executeQuery(queries.pageWithTotal)).rows as (PageRow & { total: number | string | bigint })[];
+    const found = (await db.executeQuery(pageWithTotal)).rows as (PageRow & { total: number | string | bigint })[];
     rows = found;
     total = found.length > 0 ? int(found[0]!.total) : int(((await db.executeQuery(queries.total)).rows[0] as { n: number | string | bigint }).n);
   } else {
@@ -128,7 +136,7 @@ export async function listTasks(db: Kysely<SqlSchema>, reads: GrowingReads, inTr
     total = int((counted![0] as { n: number | string | bigint }).n);
   }
   const listed = reads.listed;
-  return page(q, rows, total, tokens, listed === undefined ? undefined : (id, json) => listed.task(id, json));
+  return page(q, rows, total, tokens, listed?.task.bind(listed));
 }
 
 /** Every task (the all-tasks counts). */

@@ -9,6 +9,7 @@ import type { ChangeWatch } from "./change-watch.js";
 import { storeUnavailable } from "./database.js";
 import { PreparedQuery } from "./sql/prepared.js";
 import type { SqliteReaders } from "./sql/readers.js";
+import { boundedSet, lruGet } from "../util/lru.js";
 import { storeCall } from "./sql/rows.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { LISTED_ROWS, ListedRows } from "./listed-rows.js";
@@ -195,13 +196,8 @@ export class SqlTaskStore implements TaskStore {
       } catch (err) {
         throw storeUnavailable("tasks.view", err);
       }
-      const hit = shared.views.get(id);
-      if (hit !== undefined) {
-        // Most recently read last: the first key is the one to drop.
-        shared.views.delete(id);
-        shared.views.set(id, hit);
-        return hit;
-      }
+      const hit = lruGet(shared.views, id);
+      if (hit !== undefined) return hit;
     }
     const writes = shared.writes;
     const row = (await storeCall("tasks.view", () => viewRow.execute(this.db, id)))[0];
@@ -209,8 +205,7 @@ export class SqlTaskStore implements TaskStore {
     const view: StoredTaskView = { task: JSON.parse(row.task_json) as Task, owner: row.owner };
     if (caching && writes === shared.writes) {
       deepFreeze(view.task);
-      shared.views.set(id, view);
-      if (shared.views.size > shared.cacheSize) shared.views.delete(shared.views.keys().next().value!);
+      boundedSet(shared.views, id, view, shared.cacheSize);
     }
     return view;
   }
