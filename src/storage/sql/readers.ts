@@ -77,13 +77,13 @@ const require = createRequire(import.meta.url);
  * The file of the better-sqlite3 module this process loaded (a loader hook may have chosen another build than the one
  * installed next to this package), else the one installed next to it.
  */
-function sqliteModule(): string {
+export function sqliteModule(): string {
   for (const key of Object.keys(require.cache)) if (/[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/.test(key)) return key;
   return require.resolve("better-sqlite3");
 }
 
-/** How long close() waits for a thread's read to end before it terminates the thread. */
-const CLOSE_WAIT_MS = 5_000;
+/** How long close() waits for a thread's work to end before it terminates the thread (here and ./checkpointer.ts). */
+export const CLOSE_WAIT_MS = 5_000;
 
 class Thread {
   readonly worker: Worker;
