@@ -9,8 +9,7 @@ import { AbsentGovernance, SqlGovernanceStore, type GovernanceStore } from "./go
 import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
-import { SqliteCheckpointer, SQLITE_AUTOCHECKPOINT_PAGES } from "./sql/checkpointer.js";
-import { SqliteReaders } from "./sql/readers.js";
+import { CHECKPOINT_EVERY_MS, SQLITE_AUTOCHECKPOINT_PAGES, SqliteReaders } from "./sql/readers.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { storeCall } from "./sql/rows.js";
 import { runsDirectly } from "./sql/prepared.js";
@@ -77,13 +76,11 @@ export interface Storage {
   /** The PostgreSQL pool (postgres backend): the gateways' bus and leases (src/cluster) use it. */
   postgres?: { pool: Pool; url: string };
   /**
-   * A SQLite file's threads (a gateway calls this once it serves, ../server/warm.ts): the first reader thread, if none
-   * runs yet (listings run on reader threads, started on first use: the first listing then does not wait for one to
-   * boot), and the WAL checkpoint thread (./sql/checkpointer.ts; until it runs, the gateway's connection checkpoints).
+   * A SQLite file's listings run on reader threads, started on first use: this starts one now if none runs (a
+   * gateway calls it once it serves, ../server/warm.ts, so that its first listing does not wait for a thread to boot).
+   * The first thread started also takes over the WAL checkpoints from the gateway's connection (./sql/readers.ts).
    */
-  warmThreads?(): void;
-  /** A SQLite file's WAL checkpoint thread, once warmThreads() started it (diagnostics and tests). */
-  checkpointer?(): SqliteCheckpointer | undefined;
+  warmReaders?(): void;
   /** The SQLite database (sqlite and memory backends): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
   close(): Promise<void>;
@@ -107,7 +104,16 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const readerCount = options.taskReaders ?? DEFAULT_TASK_STORE_READERS;
   const readers =
     location.kind === "file" && readerCount > 0
-      ? new SqliteReaders({ file: location.path, size: readerCount, busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS })
+      ? new SqliteReaders({
+          file: location.path,
+          size: readerCount,
+          busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+          checkpointEveryMs: CHECKPOINT_EVERY_MS,
+          // While a reader thread checkpoints, the gateway's connection does not.
+          onCheckpointDuty: (held) => {
+            if (db.isOpen) db.db.exec(`PRAGMA wal_autocheckpoint = ${held ? 0 : SQLITE_AUTOCHECKPOINT_PAGES}`);
+          },
+        })
       : undefined;
   try {
     // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
@@ -117,7 +123,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     runsDirectly(sql, dialect.runNow); // prepared queries (GetTask's reads, audit inserts) skip Kysely's executor when the connection is free
     // Both read caches (tasks, tasks without governance) learn of other connections' commits from one watch: a GetTask
     // that misses both asks PRAGMA data_version once.
-    const checkpoints = new Checkpoints(db, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
     const watch = new ChangeWatch(() => db.statement("PRAGMA data_version").pluck().get() as number);
     const tasks = await SqlTaskStore.open(sql, {
       watch,
@@ -132,19 +137,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       backend: options.backend === "memory" ? "memory" : "sqlite",
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       database: db,
-      ...(location.kind === "file"
-        ? {
-            warmThreads: () => {
-              readers?.warm();
-              checkpoints.start();
-            },
-            checkpointer: () => checkpoints.thread,
-          }
-        : {}),
+      ...(readers === undefined ? {} : { warmReaders: () => readers.warm() }),
       close: async () => {
         watch.closing();
-        const checkpointing = checkpoints.close();
-        if (checkpointing !== undefined) await checkpointing; // without a thread, the close below runs at once, as before
         if (readers === undefined || readers.threads === 0) {
           db.close();
           await readers?.close();
@@ -161,43 +156,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     db.close();
     await readers?.close();
     throw err;
-  }
-}
-
-/**
- * The checkpoint thread of a SQLite file (./sql/checkpointer.ts), started by warmThreads(): while it runs, the
- * gateway's connection does not checkpoint; if it dies, the connection checkpoints again as SQLite does by default.
- */
-class Checkpoints {
-  #thread: SqliteCheckpointer | undefined;
-  #closed = false;
-
-  constructor(
-    private readonly db: StoreDatabase,
-    private readonly busyTimeoutMs: number,
-  ) {}
-
-  start(): void {
-    if (this.#closed || this.#thread !== undefined || this.db.location.kind !== "file" || !this.db.isOpen) return;
-    this.#thread = new SqliteCheckpointer({
-      file: this.db.location.path,
-      busyTimeoutMs: this.busyTimeoutMs,
-      onGone: () => {
-        if (this.db.isOpen) this.db.db.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
-      },
-    });
-    this.db.db.exec("PRAGMA wal_autocheckpoint = 0");
-  }
-
-  /** The running thread (tests). */
-  get thread(): SqliteCheckpointer | undefined {
-    return this.#thread;
-  }
-
-  /** Ends the thread, if one runs (before the gateway's connection closes); nothing to wait for otherwise. */
-  close(): Promise<void> | undefined {
-    this.#closed = true;
-    return this.#thread?.close();
   }
 }
 

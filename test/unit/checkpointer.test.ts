@@ -1,19 +1,21 @@
-// The WAL checkpoint thread of a SQLite store file (src/storage/sql/checkpointer.ts): once a gateway's store starts it
-// (warmThreads), the gateway's connection no longer checkpoints; the thread moves the WAL's pages into the database
-// file after commits, without clearing the gateway's read caches (a checkpoint is not a commit), while a commit by
-// another connection still clears them; a thread that dies gives checkpointing back to the gateway's connection; at
-// close the thread ends first and the gateway's connection removes -wal and -shm.
+// The WAL checkpoints of a SQLite store file (src/storage/sql/readers.ts): once the first reader thread runs (a
+// gateway warms one once it serves), it checkpoints in the place of the gateway's connection, whose own checkpoints
+// stop; its passes move the WAL's pages into the database file after commits without clearing the gateway's read
+// caches (a checkpoint is not a commit), while a commit by another connection still clears them; when the thread
+// dies the gateway's connection checkpoints again, until the next thread started takes the duty; without reader
+// threads the connection checkpoints as SQLite does by default; at close -wal and -shm are removed.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
-import { SQLITE_AUTOCHECKPOINT_PAGES } from "../../src/storage/sql/checkpointer.js";
+import { SQLITE_AUTOCHECKPOINT_PAGES, type SqliteReaders } from "../../src/storage/sql/readers.js";
 import type { Task } from "../../src/protocol/model.js";
 
-const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-checkpointer-"));
+const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-checkpoints-"));
 afterAll(() => fs.rmSync(tmpRoot, { recursive: true, force: true }));
 let seq = 0;
 const freshFile = (): string => path.join(tmpRoot, `case-${++seq}`, "a2a.db");
@@ -26,6 +28,8 @@ const task = (id: string, note = ""): Task => ({
 });
 
 const autocheckpoint = (storage: Storage): number => storage.database!.statement("PRAGMA wal_autocheckpoint").pluck().get() as number;
+const readersOf = (storage: Storage): SqliteReaders => (storage.tasks as unknown as { shared: { reads: { readers: SqliteReaders } } }).shared.reads.readers;
+const threadsOf = (readers: SqliteReaders): { worker: Worker }[] => [...(readers as unknown as { started: Set<{ worker: Worker }> }).started];
 
 async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -35,28 +39,29 @@ async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void
   }
 }
 
-describe("the WAL checkpoint thread of a SQLite store file", () => {
-  it("checkpoints the gateway's commits in its place, and leaves the read cache alone; a foreign commit still clears it", async () => {
+describe("the WAL checkpoints of a SQLite store file", () => {
+  it("run on the first reader thread in place of the gateway's connection, and leave the read cache alone; a foreign commit still clears it", async () => {
     const file = freshFile();
     const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${file}` });
     try {
+      const readers = readersOf(storage);
       expect(autocheckpoint(storage)).toBe(SQLITE_AUTOCHECKPOINT_PAGES);
-      expect(storage.checkpointer!()).toBeUndefined();
-      storage.warmThreads!();
-      storage.warmThreads!();
-      const thread = storage.checkpointer!()!;
-      expect(thread).toBeDefined();
+      storage.warmReaders!();
       expect(autocheckpoint(storage)).toBe(0);
 
       for (let i = 0; i < 400; i++) await storage.tasks.create(task(`t${i}`), "alice");
-      await until("a checkpoint of the writes", () => thread.stats.checkpointed > 0);
-      expect(thread.stats.lastError).toBeUndefined();
+      await until("a checkpoint of the writes", () => readers.checkpoints.checkpointed > 0);
+      expect(readers.checkpoints.lastError).toBeUndefined();
+      // Busy reader threads: a second one starts, without the duty (the connection still does not checkpoint).
+      await Promise.all([storage.tasks.list("alice", {}), storage.tasks.list("alice", { contextId: "ctx-1" })]);
+      expect(readers.threads).toBe(2);
+      expect(autocheckpoint(storage)).toBe(0);
 
-      // A cached task stays the same object across checkpoint passes: the thread's work is not a foreign commit.
+      // A cached task stays the same object across checkpoint passes: a pass is not a foreign commit.
       const first = await storage.tasks.view("t1");
-      const passes = thread.stats.passes;
+      const passes = readers.checkpoints.passes;
       await storage.tasks.create(task("t-more"), "alice");
-      await until("the next pass", () => thread.stats.passes > passes);
+      await until("the next pass", () => readers.checkpoints.passes > passes);
       await new Promise((r) => setTimeout(r, 150)); // past the change watch's interval
       expect(await storage.tasks.view("t1")).toBe(first);
 
@@ -77,28 +82,31 @@ describe("the WAL checkpoint thread of a SQLite store file", () => {
     expect(["-wal", "-shm"].filter((suffix) => fs.existsSync(file + suffix))).toEqual([]);
   });
 
-  it("gives checkpointing back to the gateway's connection when the thread dies", async () => {
+  it("go back to the gateway's connection when the thread dies, and on to the next thread started", async () => {
     const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}` });
     try {
-      storage.warmThreads!();
+      const readers = readersOf(storage);
+      storage.warmReaders!();
       expect(autocheckpoint(storage)).toBe(0);
-      await storage.checkpointer!()!.kill();
+      await threadsOf(readers)[0]!.worker.terminate();
       await until("the connection checkpointing again", () => autocheckpoint(storage) === SQLITE_AUTOCHECKPOINT_PAGES);
       await storage.tasks.create(task("after"), "alice");
-      expect((await storage.tasks.view("after"))?.task.id).toBe("after");
+      expect((await storage.tasks.list("alice", {})).total).toBe(1); // a listing starts the next thread
+      expect(autocheckpoint(storage)).toBe(0);
+      const passes = readers.checkpoints.passes;
+      await until("a pass of the new thread", () => readers.checkpoints.passes > passes);
     } finally {
       await storage.close();
     }
   });
 
-  it("starts no thread after close, nor for the memory backend", async () => {
-    const closed = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}` });
-    await closed.close();
-    closed.warmThreads!();
-    expect(closed.checkpointer!()).toBeUndefined();
-    const memory = await openStorage({ backend: "memory" });
-    expect(memory.warmThreads).toBeUndefined();
-    expect(memory.checkpointer).toBeUndefined();
-    await memory.close();
+  it("stay on the gateway's connection without reader threads (A2A_TASK_STORE_READERS=0)", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}`, taskReaders: 0 });
+    try {
+      expect(storage.warmReaders).toBeUndefined();
+      expect(autocheckpoint(storage)).toBe(SQLITE_AUTOCHECKPOINT_PAGES);
+    } finally {
+      await storage.close();
+    }
   });
 });

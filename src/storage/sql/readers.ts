@@ -9,6 +9,18 @@
 // (one snapshot: a page and its total agree). Threads start on first use, one more whenever every started one is busy,
 // up to the pool size; a thread that dies fails its call and is replaced on the next one. A failure comes back as an
 // Error carrying SQLite's code, which the store turns into TASK_STORE_UNAVAILABLE like any other.
+//
+// WAL checkpoints (`checkpointEveryMs`): one thread at a time also checkpoints the file, on a second connection of its
+// own. By default SQLite checkpoints inside the COMMIT that takes the WAL past 1,000 pages: on the gateway's connection
+// that COMMIT copies the pages back into the database file and syncs both files on the event loop (under GetTask load
+// the audit log's batch COMMITs took up to 23 ms on a 2-core machine, and 4 ms once checkpoints ran here). While a
+// thread holds the duty, the gateway's connection does not checkpoint (`onCheckpointDuty`: `wal_autocheckpoint = 0`)
+// and the thread runs a PASSIVE checkpoint every `checkpointEveryMs` when another connection has committed since its
+// last pass (its own `PRAGMA data_version`). A PASSIVE checkpoint waits for no one: writers go on appending, readers
+// keep their snapshots, and what a reader still uses is left for the next pass. A checkpoint is not a commit: it
+// moves no other connection's `PRAGMA data_version`, so the gateway's read caches (../change-watch.ts) stay. When the
+// thread dies, the gateway's connection checkpoints again until the pool starts its next thread, which takes the duty.
+// The duty rides on a reader rather than a thread of its own: a thread is a V8 isolate (+8 MB RssAnon measured).
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { CompiledQuery } from "kysely";
@@ -35,9 +47,28 @@ function prepared(sql) {
   return statement;
 }
 const read = db.transaction((queries) => queries.map((q) => prepared(q.sql).all(...q.parameters)));
+let checkpoints;
+if (workerData.checkpointEveryMs > 0) {
+  const writable = new Database(workerData.file, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
+  const version = writable.prepare("PRAGMA data_version").pluck();
+  const checkpoint = writable.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+  let seen; // the first pass checkpoints what was committed before the thread started
+  const timer = setInterval(() => {
+    try {
+      const now = version.get();
+      if (now === seen) return;
+      seen = now;
+      parentPort.postMessage({ checkpoint: { checkpointed: checkpoint.get().checkpointed } });
+    } catch (err) {
+      parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
+    }
+  }, workerData.checkpointEveryMs);
+  checkpoints = { close: () => (clearInterval(timer), writable.close()) };
+}
 parentPort.on("message", (m) => {
   if (m.close === true) {
-    // The connection closes before the thread ends, so the gateway's own close (the last one) can remove -wal/-shm.
+    // The connections close before the thread ends, so the gateway's own close (the last one) can remove -wal/-shm.
+    if (checkpoints !== undefined) checkpoints.close();
     db.close();
     parentPort.close();
     return;
@@ -56,6 +87,25 @@ export interface SqliteReadersOptions {
   /** Threads at most (A2A_TASK_STORE_READERS, ≥ 1). */
   size: number;
   busyTimeoutMs: number;
+  /** One thread checkpoints the WAL this often (ms); none when absent or 0. */
+  checkpointEveryMs?: number;
+  /** A thread took the checkpoint duty (true: the gateway's connection stops checkpointing), or its holder died (false). */
+  onCheckpointDuty?(held: boolean): void;
+}
+
+/** SQLite's own default: a connection checkpoints in the COMMIT that takes the WAL past this many pages. */
+export const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
+
+/** How often the thread holding the checkpoint duty looks for commits to checkpoint (ms). */
+export const CHECKPOINT_EVERY_MS = 200;
+
+/** What the checkpoint duty has done so far (tests, diagnostics). */
+export interface CheckpointStats {
+  passes: number;
+  /** Frames copied into the database file, summed over the passes. */
+  checkpointed: number;
+  /** The last error a pass met (the next pass tries again). */
+  lastError?: string;
 }
 
 interface Job {
@@ -69,6 +119,8 @@ interface Reply {
   id: number;
   results?: unknown[][];
   error?: { message: string; code?: string };
+  /** A checkpoint pass (the thread holding the duty). */
+  checkpoint?: { checkpointed?: number; error?: string };
 }
 
 const require = createRequire(import.meta.url);
@@ -77,27 +129,47 @@ const require = createRequire(import.meta.url);
  * The file of the better-sqlite3 module this process loaded (a loader hook may have chosen another build than the one
  * installed next to this package), else the one installed next to it.
  */
-export function sqliteModule(): string {
+function sqliteModule(): string {
   for (const key of Object.keys(require.cache)) if (/[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/.test(key)) return key;
   return require.resolve("better-sqlite3");
 }
 
-/** How long close() waits for a thread's work to end before it terminates the thread (here and ./checkpointer.ts). */
-export const CLOSE_WAIT_MS = 5_000;
+/** How long close() waits for a thread's read to end before it terminates the thread. */
+const CLOSE_WAIT_MS = 5_000;
 
 class Thread {
   readonly worker: Worker;
   job: Job | undefined;
 
-  constructor(options: SqliteReadersOptions, onIdle: (thread: Thread) => void, onGone: (thread: Thread, err: Error) => void) {
+  constructor(
+    options: SqliteReadersOptions,
+    readonly checkpoints: CheckpointStats | undefined,
+    onIdle: (thread: Thread) => void,
+    onGone: (thread: Thread, err: Error) => void,
+  ) {
     const young = youngGenerationLimit(); // Node 20's size on every line (../../util/young-generation.ts)
     this.worker = new Worker(THREAD, {
       eval: true,
-      workerData: { module: sqliteModule(), file: options.file, busyTimeoutMs: options.busyTimeoutMs },
+      workerData: {
+        module: sqliteModule(),
+        file: options.file,
+        busyTimeoutMs: options.busyTimeoutMs,
+        checkpointEveryMs: checkpoints === undefined ? 0 : (options.checkpointEveryMs ?? 0),
+      },
       ...(young === undefined ? {} : { resourceLimits: { maxYoungGenerationSizeMb: young } }),
     });
     this.worker.unref();
     this.worker.on("message", (reply: Reply) => {
+      const pass = reply.checkpoint;
+      if (pass !== undefined) {
+        if (checkpoints === undefined) return;
+        if (pass.error !== undefined) checkpoints.lastError = pass.error;
+        else {
+          checkpoints.passes++;
+          checkpoints.checkpointed += pass.checkpointed ?? 0;
+        }
+        return;
+      }
       const job = this.job;
       if (job === undefined || job.id !== reply.id) return;
       this.job = undefined;
@@ -135,6 +207,10 @@ export class SqliteReaders {
   readonly #queue: Job[] = [];
   #seq = 0;
   #closed = false;
+  /** The thread holding the checkpoint duty. */
+  #checkpointer: Thread | undefined;
+  /** What the checkpoint duty has done, across the threads that held it. */
+  readonly checkpoints: CheckpointStats = { passes: 0, checkpointed: 0 };
 
   constructor(options: SqliteReadersOptions) {
     if (!Number.isInteger(options.size) || options.size < 1) throw new Error("a reader pool needs at least one thread");
@@ -153,9 +229,19 @@ export class SqliteReaders {
   /** Starts one thread now if none runs (a gateway's first listing then does not wait for a thread to boot). */
   warm(): void {
     if (this.#closed || this.started.size > 0) return;
-    const thread = new Thread(this.#options, (t) => this.#onIdle(t), (t, err) => this.#onGone(t, err));
+    this.#idle.push(this.#start());
+  }
+
+  /** A new thread; it takes the checkpoint duty when checkpoints are asked for and no thread holds it. */
+  #start(): Thread {
+    const duty = (this.#options.checkpointEveryMs ?? 0) > 0 && this.#checkpointer === undefined;
+    const thread = new Thread(this.#options, duty ? this.checkpoints : undefined, (t) => this.#onIdle(t), (t, err) => this.#onGone(t, err));
     this.started.add(thread);
-    this.#idle.push(thread);
+    if (duty) {
+      this.#checkpointer = thread;
+      this.#options.onCheckpointDuty?.(true);
+    }
+    return thread;
   }
 
   /** Threads running now (tests). */
@@ -170,6 +256,7 @@ export class SqliteReaders {
     for (const job of this.#queue.splice(0)) job.reject(closed);
     const threads = [...this.started];
     this.started.clear();
+    this.#checkpointer = undefined;
     this.#idle.length = 0;
     for (const t of threads) t.job?.reject(closed);
     await Promise.all(threads.map((t) => t.stop()));
@@ -180,8 +267,7 @@ export class SqliteReaders {
       let thread = this.#idle.pop();
       if (thread === undefined) {
         if (this.started.size >= this.#options.size) return;
-        thread = new Thread(this.#options, (t) => this.#onIdle(t), (t, err) => this.#onGone(t, err));
-        this.started.add(thread);
+        thread = this.#start();
       }
       thread.start(this.#queue.shift()!);
     }
@@ -195,6 +281,10 @@ export class SqliteReaders {
 
   #onGone(thread: Thread, err: Error): void {
     if (!this.started.delete(thread)) return;
+    if (thread === this.#checkpointer) {
+      this.#checkpointer = undefined;
+      this.#options.onCheckpointDuty?.(false); // until the next thread started takes it
+    }
     const i = this.#idle.indexOf(thread);
     if (i >= 0) this.#idle.splice(i, 1);
     thread.job?.reject(err);
