@@ -2,8 +2,9 @@
 // gateway warms one once it serves), it checkpoints in the place of the gateway's connection, whose own checkpoints
 // stop; its passes move the WAL's pages into the database file after commits without clearing the gateway's read
 // caches (a checkpoint is not a commit), while a commit by another connection still clears them; when the thread
-// dies the gateway's connection checkpoints again, until the next thread started takes the duty; without reader
-// threads the connection checkpoints as SQLite does by default; at close -wal and -shm are removed.
+// dies, or while its passes fail, the gateway's connection checkpoints again, until the next thread started (or the
+// next successful pass) takes the duty; without reader threads the connection checkpoints as SQLite does by default;
+// at close -wal and -shm are removed.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -12,7 +13,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
-import { SQLITE_AUTOCHECKPOINT_PAGES, type SqliteReaders } from "../../src/storage/sql/readers.js";
+import { SQLITE_AUTOCHECKPOINT_PAGES, SqliteReaders } from "../../src/storage/sql/readers.js";
 import type { Task } from "../../src/protocol/model.js";
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-checkpoints-"));
@@ -97,6 +98,27 @@ describe("the WAL checkpoints of a SQLite store file", () => {
       await until("a pass of the new thread", () => readers.checkpoints.passes > passes);
     } finally {
       await storage.close();
+    }
+  });
+
+  it("go back to the gateway's connection while the thread's passes fail", async () => {
+    const file = freshFile();
+    await (await openStorage({ backend: "sqlite", url: `sqlite:///${file}` })).close();
+    const told: boolean[] = [];
+    // A pass that prepares but fails when it runs (integer overflow).
+    const readers = new SqliteReaders({ file, size: 1, busyTimeoutMs: 1000, checkpointEveryMs: 20, checkpointSql: "SELECT abs(-9223372036854775808) AS checkpointed", onCheckpointDuty: (held) => told.push(held) });
+    try {
+      readers.warm();
+      expect(told).toEqual([true]);
+      await until("a failed pass", () => readers.checkpoints.lastError !== undefined);
+      expect(readers.checkpoints.lastError).toMatch(/overflow/);
+      expect(told).toEqual([true, false]);
+      await new Promise((r) => setTimeout(r, 100)); // more failed passes: nothing more to tell
+      expect(told).toEqual([true, false]);
+      expect(readers.checkpoints.passes).toBe(0);
+      expect((await readers.run([]))).toEqual([]); // the thread still reads
+    } finally {
+      await readers.close();
     }
   });
 

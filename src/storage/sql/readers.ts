@@ -18,8 +18,10 @@
 // and the thread runs a PASSIVE checkpoint every `checkpointEveryMs` when another connection has committed since its
 // last pass (its own `PRAGMA data_version`). A PASSIVE checkpoint waits for no one: writers go on appending, readers
 // keep their snapshots, and what a reader still uses is left for the next pass. A checkpoint is not a commit: it
-// moves no other connection's `PRAGMA data_version`, so the gateway's read caches (../change-watch.ts) stay. When the
-// thread dies, the gateway's connection checkpoints again until the pool starts its next thread, which takes the duty.
+// moves no other connection's `PRAGMA data_version`, so the gateway's read caches (../change-watch.ts) stay. While the
+// thread's passes fail (its connection cannot open or write the file, another process holds a checkpoint), and when
+// the thread dies, the gateway's connection checkpoints again; the next successful pass, or the next thread started,
+// takes the duty back.
 // The duty rides on a reader rather than a thread of its own: a thread is a V8 isolate (+8 MB RssAnon measured).
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
@@ -49,21 +51,26 @@ function prepared(sql) {
 const read = db.transaction((queries) => queries.map((q) => prepared(q.sql).all(...q.parameters)));
 let checkpoints;
 if (workerData.checkpointEveryMs > 0) {
-  const writable = new Database(workerData.file, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
-  const version = writable.prepare("PRAGMA data_version").pluck();
-  const checkpoint = writable.prepare("PRAGMA wal_checkpoint(PASSIVE)");
-  let seen; // the first pass checkpoints what was committed before the thread started
-  const timer = setInterval(() => {
-    try {
-      const now = version.get();
-      if (now === seen) return;
-      seen = now;
-      parentPort.postMessage({ checkpoint: { checkpointed: checkpoint.get().checkpointed } });
-    } catch (err) {
-      parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
-    }
-  }, workerData.checkpointEveryMs);
-  checkpoints = { close: () => (clearInterval(timer), writable.close()) };
+  try {
+    const writable = new Database(workerData.file, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
+    const version = writable.prepare("PRAGMA data_version").pluck();
+    const checkpoint = writable.prepare(workerData.checkpointSql);
+    let seen; // the first pass checkpoints what was committed before the thread started
+    const timer = setInterval(() => {
+      try {
+        const now = version.get();
+        if (now === seen) return;
+        seen = now;
+        parentPort.postMessage({ checkpoint: { checkpointed: checkpoint.get().checkpointed } });
+      } catch (err) {
+        seen = undefined; // try again at the next pass
+        parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
+      }
+    }, workerData.checkpointEveryMs);
+    checkpoints = { close: () => (clearInterval(timer), writable.close()) };
+  } catch (err) {
+    parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
+  }
 }
 parentPort.on("message", (m) => {
   if (m.close === true) {
@@ -89,8 +96,14 @@ export interface SqliteReadersOptions {
   busyTimeoutMs: number;
   /** One thread checkpoints the WAL this often (ms); none when absent or 0. */
   checkpointEveryMs?: number;
-  /** A thread took the checkpoint duty (true: the gateway's connection stops checkpointing), or its holder died (false). */
+  /**
+   * Whether the WAL is checkpointed by a thread: true when a thread takes the duty and when its passes succeed again
+   * (the gateway's connection stops checkpointing); false when a pass fails or the thread dies (the connection
+   * checkpoints again, so a thread that cannot checkpoint never leaves the WAL growing).
+   */
   onCheckpointDuty?(held: boolean): void;
+  /** The statement of a pass (tests make it fail); PRAGMA wal_checkpoint(PASSIVE) by default. */
+  checkpointSql?: string;
 }
 
 /** SQLite's own default: a connection checkpoints in the COMMIT that takes the WAL past this many pages. */
@@ -123,6 +136,13 @@ interface Reply {
   checkpoint?: { checkpointed?: number; error?: string };
 }
 
+/** What a thread tells its pool. */
+interface ThreadHost {
+  idle(thread: Thread): void;
+  gone(thread: Thread, err: Error): void;
+  checkpointed(thread: Thread, pass: NonNullable<Reply["checkpoint"]>): void;
+}
+
 const require = createRequire(import.meta.url);
 
 /**
@@ -141,12 +161,7 @@ class Thread {
   readonly worker: Worker;
   job: Job | undefined;
 
-  constructor(
-    options: SqliteReadersOptions,
-    readonly checkpoints: CheckpointStats | undefined,
-    onIdle: (thread: Thread) => void,
-    onGone: (thread: Thread, err: Error) => void,
-  ) {
+  constructor(options: SqliteReadersOptions, duty: boolean, host: ThreadHost) {
     const young = youngGenerationLimit(); // Node 20's size on every line (../../util/young-generation.ts)
     this.worker = new Worker(THREAD, {
       eval: true,
@@ -154,20 +169,15 @@ class Thread {
         module: sqliteModule(),
         file: options.file,
         busyTimeoutMs: options.busyTimeoutMs,
-        checkpointEveryMs: checkpoints === undefined ? 0 : (options.checkpointEveryMs ?? 0),
+        checkpointEveryMs: duty ? (options.checkpointEveryMs ?? 0) : 0,
+        checkpointSql: options.checkpointSql ?? "PRAGMA wal_checkpoint(PASSIVE)",
       },
       ...(young === undefined ? {} : { resourceLimits: { maxYoungGenerationSizeMb: young } }),
     });
     this.worker.unref();
     this.worker.on("message", (reply: Reply) => {
-      const pass = reply.checkpoint;
-      if (pass !== undefined) {
-        if (checkpoints === undefined) return;
-        if (pass.error !== undefined) checkpoints.lastError = pass.error;
-        else {
-          checkpoints.passes++;
-          checkpoints.checkpointed += pass.checkpointed ?? 0;
-        }
+      if (reply.checkpoint !== undefined) {
+        host.checkpointed(this, reply.checkpoint);
         return;
       }
       const job = this.job;
@@ -175,10 +185,10 @@ class Thread {
       this.job = undefined;
       if (reply.error !== undefined) job.reject(Object.assign(new Error(reply.error.message), { code: reply.error.code }));
       else job.resolve(reply.results ?? []);
-      onIdle(this);
+      host.idle(this);
     });
-    this.worker.on("error", (err) => onGone(this, err));
-    this.worker.on("exit", (code) => onGone(this, new Error(`a reader thread exited (code ${code})`)));
+    this.worker.on("error", (err) => host.gone(this, err));
+    this.worker.on("exit", (code) => host.gone(this, new Error(`a reader thread exited (code ${code})`)));
   }
 
   /**
@@ -209,6 +219,13 @@ export class SqliteReaders {
   #closed = false;
   /** The thread holding the checkpoint duty. */
   #checkpointer: Thread | undefined;
+  /** What onCheckpointDuty was last told. */
+  #checkpointing = false;
+  readonly #host: ThreadHost = {
+    idle: (t) => this.#onIdle(t),
+    gone: (t, err) => this.#onGone(t, err),
+    checkpointed: (t, pass) => this.#onCheckpoint(t, pass),
+  };
   /** What the checkpoint duty has done, across the threads that held it. */
   readonly checkpoints: CheckpointStats = { passes: 0, checkpointed: 0 };
 
@@ -235,13 +252,29 @@ export class SqliteReaders {
   /** A new thread; it takes the checkpoint duty when checkpoints are asked for and no thread holds it. */
   #start(): Thread {
     const duty = (this.#options.checkpointEveryMs ?? 0) > 0 && this.#checkpointer === undefined;
-    const thread = new Thread(this.#options, duty ? this.checkpoints : undefined, (t) => this.#onIdle(t), (t, err) => this.#onGone(t, err));
+    const thread = new Thread(this.#options, duty, this.#host);
     this.started.add(thread);
     if (duty) {
       this.#checkpointer = thread;
-      this.#options.onCheckpointDuty?.(true);
+      this.#duty(true);
     }
     return thread;
+  }
+
+  #duty(held: boolean): void {
+    if (held === this.#checkpointing) return;
+    this.#checkpointing = held;
+    this.#options.onCheckpointDuty?.(held);
+  }
+
+  #onCheckpoint(thread: Thread, pass: NonNullable<Reply["checkpoint"]>): void {
+    if (thread !== this.#checkpointer) return;
+    if (pass.error !== undefined) this.checkpoints.lastError = pass.error;
+    else {
+      this.checkpoints.passes++;
+      this.checkpoints.checkpointed += pass.checkpointed ?? 0;
+    }
+    this.#duty(pass.error === undefined);
   }
 
   /** Threads running now (tests). */
@@ -283,7 +316,7 @@ export class SqliteReaders {
     if (!this.started.delete(thread)) return;
     if (thread === this.#checkpointer) {
       this.#checkpointer = undefined;
-      this.#options.onCheckpointDuty?.(false); // until the next thread started takes it
+      this.#duty(false); // until the next thread started takes it
     }
     const i = this.#idle.indexOf(thread);
     if (i >= 0) this.#idle.splice(i, 1);
