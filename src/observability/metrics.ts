@@ -1,5 +1,6 @@
 // Prometheus metrics (prom-client), one registry per gateway, served by GET /metrics. Names follow seed 000.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { CheckpointStats } from "../storage/sql/readers.js";
 
 export type AbortOutcome = "success" | "timeout" | "error" | "not_attempted";
 
@@ -70,5 +71,14 @@ export class Metrics {
         }
       },
     });
+  }
+
+  /** The WAL checkpoints of a SQLite store file's reader threads (../storage/sql/readers.ts), read at scrape. */
+  sqliteWal(read: () => Readonly<CheckpointStats>): void {
+    this.readAtScrape("a2a_sqlite_wal_checkpoint_thread", "1 while a reader thread checkpoints the SQLite WAL; 0 while the gateway's connection does (no thread yet, or the thread's passes fail)", () => (read().onThread ? 1 : 0));
+    this.readAtScrape("a2a_sqlite_wal_checkpoint_passes_total", "WAL checkpoint passes run by the reader thread holding the duty", () => read().passes);
+    this.readAtScrape("a2a_sqlite_wal_checkpointed_frames_total", "WAL frames copied into the database file by those passes", () => read().checkpointed);
+    this.readAtScrape("a2a_sqlite_wal_checkpoint_failures_total", "WAL checkpoint passes that failed (the gateway's connection checkpoints until one succeeds)", () => read().failures);
+    this.readAtScrape("a2a_sqlite_wal_frames", "Frames in the SQLite WAL at the last checkpoint pass", () => read().walFrames);
   }
 }

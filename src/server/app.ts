@@ -183,9 +183,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const routing = { root: config.workspaceRoot ?? process.cwd(), allowOverride: config.allowDirectoryOverride };
   let storage = deps.storage;
   const ownsStorage = storage === undefined && deps.upstream !== undefined;
-  const metrics = new Metrics({
-    ...(deps.upstream === undefined ? {} : { streamRetries: () => deps.upstream!.hub.status().reconnects }),
-  });
+  const metrics = new Metrics(deps.upstream === undefined ? {} : { streamRetries: () => deps.upstream!.hub.status().reconnects });
   metrics.readAtScrape("a2a_auth_refused_total", "Requests refused per client address before authentication (A2A_AUTH_FAILURE_LIMIT, A2A_UNAUTHENTICATED_RATE_LIMIT)", () => guard.refused);
   metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
   if (deps.upstream !== undefined) storage ??= await openStorage(gatewayStorageOptions(config));
@@ -339,6 +337,7 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   });
   metrics.readAtScrape("a2a_audit_write_failures_total", "Audit log batches the store failed to write (logged; their entries dropped)", () => recorder.failedWrites);
   metrics.readAtScrape("a2a_audit_entries_dropped_total", "Audit entries lost: in a batch the store failed to write, or malformed", () => recorder.droppedEntries);
+  if (storage?.walCheckpoints !== undefined) metrics.sqliteWal(storage.walCheckpoints);
   const registryOf = interrupts;
   const governanceHistory = registryOf === undefined ? undefined : registryOf.history.bind(registryOf);
   // The MCP tools for the agents inside OpenCode (one outbound client set per gateway: the A2A_CLIENT_* settings).

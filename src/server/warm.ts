@@ -17,7 +17,7 @@ export const BACKGROUND_START_DELAY_MS = 250;
 /** Schedules the background start-up work; the timer does not keep the process alive. */
 export function warmInBackground(parts: { storage: Storage | undefined; push: PushService | undefined; catalog: Catalog; log: Logger }): void {
   setTimeout(() => {
-    parts.storage?.warmReaders?.();
+    parts.storage?.warmThreads?.();
     parts.push?.firstPass();
     warmValidators(parts.catalog, (err) => parts.log.error({ err: String(err) }, "loading the request validators failed"));
   }, BACKGROUND_START_DELAY_MS).unref();

@@ -9,7 +9,7 @@ import { AbsentGovernance, SqlGovernanceStore, type GovernanceStore } from "./go
 import { SqlMessageStore, type MessageStore } from "./messages.js";
 import { Kysely } from "kysely";
 import { sqliteDialect } from "./sql/sqlite-dialect.js";
-import { CHECKPOINT_EVERY_MS, SQLITE_AUTOCHECKPOINT_PAGES, SqliteReaders } from "./sql/readers.js";
+import { CHECKPOINT_EVERY_MS, SQLITE_AUTOCHECKPOINT_PAGES, SqliteReaders, type CheckpointStats } from "./sql/readers.js";
 import type { SqlSchema } from "./sql/schema.js";
 import { storeCall } from "./sql/rows.js";
 import { runsDirectly } from "./sql/prepared.js";
@@ -80,7 +80,9 @@ export interface Storage {
    * gateway calls it once it serves, ../server/warm.ts, so that its first listing does not wait for a thread to boot).
    * The first thread started also takes over the WAL checkpoints from the gateway's connection (./sql/readers.ts).
    */
-  warmReaders?(): void;
+  warmThreads?(): void;
+  /** What the WAL checkpoints of a SQLite file's reader threads have done (/metrics: a2a_sqlite_wal_*). */
+  walCheckpoints?(): Readonly<CheckpointStats>;
   /** The SQLite database (sqlite and memory backends): diagnostics and fault-injection tests. */
   database?: StoreDatabase;
   close(): Promise<void>;
@@ -118,7 +120,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   try {
     // The stores run on the same connection (./sql/sqlite-dialect.ts); GetTask reads go through the task read cache,
     // listings through the reader threads.
-    const dialect = sqliteDialect(db);
+    const dialect = sqliteDialect(db, readers === undefined ? undefined : () => readers.wrote());
     const sql = new Kysely<SqlSchema>({ dialect });
     runsDirectly(sql, dialect.runNow); // prepared queries (GetTask's reads, audit inserts) skip Kysely's executor when the connection is free
     // Both read caches (tasks, tasks without governance) learn of other connections' commits from one watch: a GetTask
@@ -137,7 +139,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       backend: options.backend === "memory" ? "memory" : "sqlite",
       description: options.backend === "memory" ? "memory (a private in-memory SQLite database)" : describeStoreLocation(location),
       database: db,
-      ...(readers === undefined ? {} : { warmReaders: () => readers.warm() }),
+      ...(readers === undefined ? {} : { warmThreads: () => readers.warm(), walCheckpoints: () => readers.checkpoints }),
       close: async () => {
         watch.closing();
         if (readers === undefined || readers.threads === 0) {

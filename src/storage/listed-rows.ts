@@ -11,7 +11,7 @@
 // the ids of at most 4 × `size` rows listed once are remembered. The bound is in rows, not bytes: a kept row holds its
 // text, its parsed task and up to MAX_VARIANTS encodings of it (as a GetTask snapshot does).
 import type { Task } from "../protocol/model.js";
-import { boundedAdd, boundedSet, lruGet } from "../util/lru.js";
+import { boundedAdd, boundedSet } from "../util/lru.js";
 import { deepFreeze } from "./task-records.js";
 
 /** Rows a store keeps parsed for its listings (unless A2A_TASK_STORE_CACHE_SIZE is 0). */
@@ -26,8 +26,11 @@ export class ListedRows {
 
   /** The task stored as `json` under `id`: the frozen object parsed before when the text is unchanged. */
   task(id: string, json: string): Task {
-    const hit = lruGet(this.#rows, id);
-    if (hit !== undefined && hit.json === json) return hit.task;
+    const hit = this.#rows.get(id);
+    if (hit !== undefined && hit.json === json) {
+      boundedSet(this.#rows, id, hit, this.size); // moved to the end: one move, whether the text changed or not
+      return hit.task;
+    }
     if (hit === undefined && !this.#seen.delete(id)) {
       boundedAdd(this.#seen, id, 4 * this.size);
       return JSON.parse(json) as Task;

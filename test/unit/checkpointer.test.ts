@@ -3,8 +3,9 @@
 // stop; its passes move the WAL's pages into the database file after commits without clearing the gateway's read
 // caches (a checkpoint is not a commit), while a commit by another connection still clears them; when the thread
 // dies, or while its passes fail, the gateway's connection checkpoints again, until the next thread started (or the
-// next successful pass) takes the duty; without reader threads the connection checkpoints as SQLite does by default;
-// at close -wal and -shm are removed.
+// next successful pass) takes the duty; the thread's timer stops after passes without a commit and the next write
+// starts it again; /metrics serves what the duty did; without reader threads the connection checkpoints as SQLite does
+// by default; at close -wal and -shm are removed.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -13,7 +14,8 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import { pinDatabase, prepare } from "../../src/storage/pin.js";
-import { SQLITE_AUTOCHECKPOINT_PAGES, SqliteReaders } from "../../src/storage/sql/readers.js";
+import { QUIET_PASSES, SQLITE_AUTOCHECKPOINT_PAGES, SqliteReaders } from "../../src/storage/sql/readers.js";
+import { Metrics } from "../../src/observability/metrics.js";
 import type { Task } from "../../src/protocol/model.js";
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "a2a-checkpoints-"));
@@ -47,7 +49,7 @@ describe("the WAL checkpoints of a SQLite store file", () => {
     try {
       const readers = readersOf(storage);
       expect(autocheckpoint(storage)).toBe(SQLITE_AUTOCHECKPOINT_PAGES);
-      storage.warmReaders!();
+      storage.warmThreads!();
       expect(autocheckpoint(storage)).toBe(0);
 
       for (let i = 0; i < 400; i++) await storage.tasks.create(task(`t${i}`), "alice");
@@ -87,7 +89,7 @@ describe("the WAL checkpoints of a SQLite store file", () => {
     const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}` });
     try {
       const readers = readersOf(storage);
-      storage.warmReaders!();
+      storage.warmThreads!();
       expect(autocheckpoint(storage)).toBe(0);
       await threadsOf(readers)[0]!.worker.terminate();
       await until("the connection checkpointing again", () => autocheckpoint(storage) === SQLITE_AUTOCHECKPOINT_PAGES);
@@ -116,16 +118,56 @@ describe("the WAL checkpoints of a SQLite store file", () => {
       await new Promise((r) => setTimeout(r, 100)); // more failed passes: nothing more to tell
       expect(told).toEqual([true, false]);
       expect(readers.checkpoints.passes).toBe(0);
+      expect(readers.checkpoints.failures).toBeGreaterThan(1);
+      expect(readers.checkpoints.onThread).toBe(false);
       expect((await readers.run([]))).toEqual([]); // the thread still reads
     } finally {
       await readers.close();
     }
   });
 
+  it("stop the thread's timer after passes without a commit, and start it again on the next write", async () => {
+    const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}` });
+    try {
+      storage.warmThreads!();
+      await storage.tasks.create(task("first"), "alice");
+      await until("a pass", () => storage.walCheckpoints!().passes > 0);
+      const started = Date.now();
+      await until("the timer stopped", () => storage.walCheckpoints!().asleep);
+      expect(Date.now() - started).toBeGreaterThanOrEqual((QUIET_PASSES - 1) * 200);
+      const asleep = storage.walCheckpoints!();
+      expect(asleep.onThread).toBe(true); // the thread keeps the duty: the connection does not checkpoint
+      expect(autocheckpoint(storage)).toBe(0);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(storage.walCheckpoints!().passes).toBe(asleep.passes);
+
+      await storage.tasks.create(task("second"), "alice"); // a write starts the timer again
+      expect(storage.walCheckpoints!().asleep).toBe(false);
+      await until("a pass after the write", () => storage.walCheckpoints!().passes > asleep.passes);
+      const after = storage.walCheckpoints!();
+      expect(after.checkpointed).toBeGreaterThan(asleep.checkpointed);
+      expect(after.walFrames).toBeGreaterThan(0);
+
+      // /metrics serves the same figures.
+      const metrics = new Metrics({ defaultMetrics: false });
+      metrics.sqliteWal(storage.walCheckpoints!);
+      const text = await metrics.registry.metrics();
+      const value = (name: string): number => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1]);
+      expect(value("a2a_sqlite_wal_checkpoint_thread")).toBe(1);
+      expect(value("a2a_sqlite_wal_checkpoint_passes_total")).toBeGreaterThanOrEqual(after.passes);
+      expect(value("a2a_sqlite_wal_checkpointed_frames_total")).toBeGreaterThanOrEqual(after.checkpointed);
+      expect(value("a2a_sqlite_wal_checkpoint_failures_total")).toBe(0);
+      expect(value("a2a_sqlite_wal_frames")).toBeGreaterThan(0);
+    } finally {
+      await storage.close();
+    }
+  });
+
   it("stay on the gateway's connection without reader threads (A2A_TASK_STORE_READERS=0)", async () => {
     const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}`, taskReaders: 0 });
     try {
-      expect(storage.warmReaders).toBeUndefined();
+      expect(storage.warmThreads).toBeUndefined();
+      expect(storage.walCheckpoints).toBeUndefined();
       expect(autocheckpoint(storage)).toBe(SQLITE_AUTOCHECKPOINT_PAGES);
     } finally {
       await storage.close();

@@ -288,14 +288,14 @@ describe("reader threads", () => {
     }
     // The reader connections closed before the gateway's own: it removed -wal and -shm, as without readers.
     expect(["-wal", "-shm"].filter((suffix) => fs.existsSync(file + suffix))).toEqual([]);
-    // None runs at open; warmReaders() (a gateway calls it once it serves) starts one, so a first listing does not
+    // None runs at open; warmThreads() (a gateway calls it once it serves) starts one, so a first listing does not
     // wait for a thread to boot; a second call starts no other.
     const warmed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2 });
     try {
       const readers = readersOf(warmed);
       expect(readers.threads).toBe(0);
-      warmed.warmReaders!();
-      warmed.warmReaders!();
+      warmed.warmThreads!();
+      warmed.warmThreads!();
       expect(readers.threads).toBe(1);
       expect((await warmed.tasks.list("alice", { contextId: "ctx-z" })).total).toBe(1);
       expect(readers.threads).toBe(1);
@@ -306,11 +306,11 @@ describe("reader threads", () => {
     const closed = await openStorage({ backend: "sqlite", url: `sqlite:///${file}`, taskReaders: 2 });
     const closedReaders = readersOf(closed);
     await closed.close();
-    closed.warmReaders!();
+    closed.warmThreads!();
     expect(closedReaders.threads).toBe(0);
     // The memory backend has no reader threads to warm.
     const memory = await openStorage({ backend: "memory" });
-    expect(memory.warmReaders).toBeUndefined();
+    expect(memory.warmThreads).toBeUndefined();
     await memory.close();
   });
 

@@ -21,7 +21,9 @@
 // moves no other connection's `PRAGMA data_version`, so the gateway's read caches (../change-watch.ts) stay. While the
 // thread's passes fail (its connection cannot open or write the file, another process holds a checkpoint), and when
 // the thread dies, the gateway's connection checkpoints again; the next successful pass, or the next thread started,
-// takes the duty back.
+// takes the duty back. After `quietPasses` passes that found no commit the thread's timer stops, and the next write
+// on the gateway's connection (`wrote()`) starts it again: an idle gateway's thread does not wake. What the duty has
+// done is in `checkpoints` (served on /metrics).
 // The duty rides on a reader rather than a thread of its own: a thread is a V8 isolate (+8 MB RssAnon measured).
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
@@ -56,18 +58,35 @@ if (workerData.checkpointEveryMs > 0) {
     const version = writable.prepare("PRAGMA data_version").pluck();
     const checkpoint = writable.prepare(workerData.checkpointSql);
     let seen; // the first pass checkpoints what was committed before the thread started
-    const timer = setInterval(() => {
+    let quiet = 0; // passes in a row that found no commit
+    let timer;
+    const pass = () => {
       try {
         const now = version.get();
-        if (now === seen) return;
+        if (now === seen) {
+          if (++quiet < workerData.quietPasses) return;
+          // Nothing committed for a while: the timer stops until the gateway writes again (m.wake), so an idle
+          // gateway's thread does not wake every few hundred milliseconds.
+          clearInterval(timer);
+          timer = undefined;
+          parentPort.postMessage({ checkpoint: { asleep: true } });
+          return;
+        }
         seen = now;
-        parentPort.postMessage({ checkpoint: { checkpointed: checkpoint.get().checkpointed } });
+        quiet = 0;
+        const result = checkpoint.get();
+        parentPort.postMessage({ checkpoint: { checkpointed: result.checkpointed, log: result.log } });
       } catch (err) {
         seen = undefined; // try again at the next pass
         parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
       }
-    }, workerData.checkpointEveryMs);
-    checkpoints = { close: () => (clearInterval(timer), writable.close()) };
+    };
+    const wake = () => {
+      quiet = 0;
+      if (timer === undefined) timer = setInterval(pass, workerData.checkpointEveryMs);
+    };
+    wake();
+    checkpoints = { wake, close: () => (clearInterval(timer), writable.close()) };
   } catch (err) {
     parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
   }
@@ -78,6 +97,10 @@ parentPort.on("message", (m) => {
     if (checkpoints !== undefined) checkpoints.close();
     db.close();
     parentPort.close();
+    return;
+  }
+  if (m.wake === true) {
+    if (checkpoints !== undefined) checkpoints.wake();
     return;
   }
   try {
@@ -102,7 +125,9 @@ export interface SqliteReadersOptions {
    * checkpoints again, so a thread that cannot checkpoint never leaves the WAL growing).
    */
   onCheckpointDuty?(held: boolean): void;
-  /** The statement of a pass (tests make it fail); PRAGMA wal_checkpoint(PASSIVE) by default. */
+  /** Passes in a row without a commit after which the thread's timer stops until wrote() (default QUIET_PASSES). */
+  quietPasses?: number;
+  /** The statement of a pass (fault injection: tests make it fail); PRAGMA wal_checkpoint(PASSIVE) by default. */
   checkpointSql?: string;
 }
 
@@ -112,13 +137,25 @@ export const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
 /** How often the thread holding the checkpoint duty looks for commits to checkpoint (ms). */
 export const CHECKPOINT_EVERY_MS = 200;
 
-/** What the checkpoint duty has done so far (tests, diagnostics). */
+/** Passes in a row that find no commit before the thread's timer stops (1 s at CHECKPOINT_EVERY_MS). */
+export const QUIET_PASSES = 5;
+
+/** What the checkpoint duty has done so far (/metrics: a2a_sqlite_wal_*). */
 export interface CheckpointStats {
+  /** Whether a thread holds the duty now (else the gateway's connection checkpoints). */
+  onThread: boolean;
+  /** Passes that ran a checkpoint, across the threads that held the duty. */
   passes: number;
   /** Frames copied into the database file, summed over the passes. */
   checkpointed: number;
+  /** Frames in the WAL at the last pass. */
+  walFrames: number;
+  /** Passes that failed (each hands checkpointing back to the gateway's connection until one succeeds). */
+  failures: number;
   /** The last error a pass met (the next pass tries again). */
   lastError?: string;
+  /** Whether the thread's timer is stopped for want of commits (until the next write). */
+  asleep: boolean;
 }
 
 interface Job {
@@ -133,7 +170,7 @@ interface Reply {
   results?: unknown[][];
   error?: { message: string; code?: string };
   /** A checkpoint pass (the thread holding the duty). */
-  checkpoint?: { checkpointed?: number; error?: string };
+  checkpoint?: { checkpointed?: number; log?: number; error?: string; asleep?: true };
 }
 
 /** What a thread tells its pool. */
@@ -170,6 +207,7 @@ class Thread {
         file: options.file,
         busyTimeoutMs: options.busyTimeoutMs,
         checkpointEveryMs: duty ? (options.checkpointEveryMs ?? 0) : 0,
+        quietPasses: Math.max(1, options.quietPasses ?? QUIET_PASSES),
         checkpointSql: options.checkpointSql ?? "PRAGMA wal_checkpoint(PASSIVE)",
       },
       ...(young === undefined ? {} : { resourceLimits: { maxYoungGenerationSizeMb: young } }),
@@ -219,15 +257,12 @@ export class SqliteReaders {
   #closed = false;
   /** The thread holding the checkpoint duty. */
   #checkpointer: Thread | undefined;
-  /** What onCheckpointDuty was last told. */
-  #checkpointing = false;
   readonly #host: ThreadHost = {
     idle: (t) => this.#onIdle(t),
     gone: (t, err) => this.#onGone(t, err),
     checkpointed: (t, pass) => this.#onCheckpoint(t, pass),
   };
-  /** What the checkpoint duty has done, across the threads that held it. */
-  readonly checkpoints: CheckpointStats = { passes: 0, checkpointed: 0 };
+  readonly #checkpoints: CheckpointStats = { onThread: false, passes: 0, checkpointed: 0, walFrames: 0, failures: 0, asleep: false };
 
   constructor(options: SqliteReadersOptions) {
     if (!Number.isInteger(options.size) || options.size < 1) throw new Error("a reader pool needs at least one thread");
@@ -241,6 +276,21 @@ export class SqliteReaders {
       this.#queue.push({ id: ++this.#seq, queries: queries.map((q) => ({ sql: q.sql, parameters: q.parameters })), resolve, reject });
       this.#dispatch();
     });
+  }
+
+  /** What the checkpoint duty has done, across the threads that held it (a copy). */
+  get checkpoints(): Readonly<CheckpointStats> {
+    return { ...this.#checkpoints };
+  }
+
+  /**
+   * The gateway's connection wrote: a checkpoint thread whose timer stopped for want of commits starts it again. Called
+   * for every write statement; it posts to the thread only when the timer is stopped.
+   */
+  wrote(): void {
+    if (!this.#checkpoints.asleep || this.#checkpointer === undefined) return;
+    this.#checkpoints.asleep = false;
+    this.#checkpointer.worker.postMessage({ wake: true });
   }
 
   /** Starts one thread now if none runs (a gateway's first listing then does not wait for a thread to boot). */
@@ -262,17 +312,26 @@ export class SqliteReaders {
   }
 
   #duty(held: boolean): void {
-    if (held === this.#checkpointing) return;
-    this.#checkpointing = held;
+    this.#checkpoints.asleep = false; // a new thread's timer runs; a dead thread's is gone
+    if (held === this.#checkpoints.onThread) return;
+    this.#checkpoints.onThread = held;
     this.#options.onCheckpointDuty?.(held);
   }
 
   #onCheckpoint(thread: Thread, pass: NonNullable<Reply["checkpoint"]>): void {
     if (thread !== this.#checkpointer) return;
-    if (pass.error !== undefined) this.checkpoints.lastError = pass.error;
-    else {
-      this.checkpoints.passes++;
-      this.checkpoints.checkpointed += pass.checkpointed ?? 0;
+    const stats = this.#checkpoints;
+    if (pass.asleep === true) {
+      stats.asleep = true;
+      return;
+    }
+    if (pass.error !== undefined) {
+      stats.failures++;
+      stats.lastError = pass.error;
+    } else {
+      stats.passes++;
+      stats.checkpointed += pass.checkpointed ?? 0;
+      stats.walFrames = pass.log ?? 0;
     }
     this.#duty(pass.error === undefined);
   }

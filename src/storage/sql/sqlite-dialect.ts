@@ -19,7 +19,10 @@ import {
 import type { StoreDatabase } from "../database.js";
 
 class SqliteConnection implements DatabaseConnection {
-  constructor(private readonly store: StoreDatabase) {}
+  constructor(
+    private readonly store: StoreDatabase,
+    private readonly onWrite: (() => void) | undefined,
+  ) {}
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     return Promise.resolve(this.run<R>(query));
@@ -30,6 +33,7 @@ class SqliteConnection implements DatabaseConnection {
     const parameters = query.parameters as unknown[];
     if (statement.reader) return { rows: statement.safeIntegers(true).all(...parameters) as R[] };
     const result = statement.run(...parameters);
+    this.onWrite?.();
     return { rows: [], numAffectedRows: BigInt(result.changes), insertId: BigInt(result.lastInsertRowid) };
   }
 
@@ -48,9 +52,9 @@ class SqliteDriver implements Driver {
   /** Users holding or waiting for the connection (acquired and not yet released). */
   #users = 0;
 
-  constructor(store: StoreDatabase) {
+  constructor(store: StoreDatabase, onWrite: (() => void) | undefined) {
     this.#store = store;
-    this.#connection = new SqliteConnection(store);
+    this.#connection = new SqliteConnection(store, onWrite);
   }
 
   async init(): Promise<void> {}
@@ -101,9 +105,12 @@ class SqliteDriver implements Driver {
   async destroy(): Promise<void> {}
 }
 
-/** A Kysely dialect over `store`'s connection (closing the store closes it; Kysely's destroy() does not). */
-export function sqliteDialect(store: StoreDatabase): Dialect & { runNow<R>(query: CompiledQuery): QueryResult<R> | undefined } {
-  const driver = new SqliteDriver(store);
+/**
+ * A Kysely dialect over `store`'s connection (closing the store closes it; Kysely's destroy() does not). `onWrite` is
+ * called after each statement that is not a read (the WAL checkpoint thread's wake-up, ./readers.ts).
+ */
+export function sqliteDialect(store: StoreDatabase, onWrite?: () => void): Dialect & { runNow<R>(query: CompiledQuery): QueryResult<R> | undefined } {
+  const driver = new SqliteDriver(store, onWrite);
   return {
     runNow: (query) => driver.runNow(query),
     createAdapter: () => new SqliteAdapter(),
