@@ -16,6 +16,7 @@ import { configurationHelp } from "./cli/help.js";
 import { checkInstallation, InstallationError } from "./cli/preflight.js";
 import { logStartupSummary } from "./server/summary.js";
 import { capYoungGeneration } from "./util/young-generation.js";
+import { boundOldGeneration } from "./util/old-generation.js";
 import { gatewayStorageOptions } from "./server/storage-options.js";
 
 const USAGE = `opencode-a2a ${packageVersion}: A2A gateway (0.3 + 1.0, JSON-RPC + HTTP+JSON) in front of OpenCode
@@ -127,6 +128,8 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<http.
   gateway.warm();
   // Node 22+ would let the young generation grow to four times Node 20's size and keep it resident (./util/young-generation.ts).
   const youngGeneration = capYoungGeneration();
+  // V8 lets the old generation grow to 4× what survives a full collection; 1.5× here (./util/old-generation.ts).
+  boundOldGeneration();
   // In-flight requests (blocking calls and streams included), for the graceful shutdown.
   let inFlight = 0;
   let drained: (() => void) | undefined;
