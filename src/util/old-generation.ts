@@ -7,8 +7,8 @@
 // (72 MB of it in use before the next collection), and the main thread's heap (120–169 MB) was most of the process's
 // anonymous memory. `--heap-growing-percent` fixes that factor; V8 reads it every time it sets the next trigger, so a
 // running process can set it for itself. boundOldGeneration() sets it to HEAP_GROWING_PERCENT (a factor of 1.5).
-// Measured under bench:scale at 1M tasks on Node 24: RssAnon after the load 191 MB (241–253 MB without it), the main
-// thread's heap 98 MB. The flag is global to the process: the reader threads' isolates get it too. Nothing is done when
+// Measured under bench:scale at 1M tasks: RssAnon after the load 183–189 MB on Node 24 (231–253 MB without it) and
+// 165 MB on Node 20, the main thread's heap 94–103 MB; bench:tasks put the cost at 3–10% more CPU per turn. The flag is global to the process: the reader threads' isolates get it too. Nothing is done when
 // the process was started with the flag of its own (node's arguments): an operator's choice is kept as given.
 import v8 from "node:v8";
 
