@@ -163,6 +163,29 @@ describe("the WAL checkpoints of a SQLite store file", () => {
     }
   });
 
+  it("start the timer again for a write made after the thread's last look, while its message was on the way", async () => {
+    const file = freshFile();
+    await (await openStorage({ backend: "sqlite", url: `sqlite:///${file}` })).close();
+    const readers = new SqliteReaders({ file, size: 1, busyTimeoutMs: 1000, checkpointEveryMs: 20, quietPasses: 2 });
+    const writer = pinDatabase(new Database(file, { timeout: 5000 }));
+    try {
+      readers.warm();
+      await until("the timer stopped", () => readers.checkpoints.asleep);
+      const passes = readers.checkpoints.passes;
+      // The event loop is held while the thread finds no commit twice and stops its timer (its message waits); then a
+      // write commits and is reported before that message is read.
+      readers.wrote();
+      const end = Date.now() + 300;
+      while (Date.now() < end); // eslint-disable-line no-empty
+      prepare(writer, "INSERT INTO a2a_store_meta (key, value) VALUES ('late-write', 'x')").run();
+      readers.wrote();
+      await until("a pass for the late write", () => readers.checkpoints.passes > passes);
+    } finally {
+      writer.close();
+      await readers.close();
+    }
+  });
+
   it("stay on the gateway's connection without reader threads (A2A_TASK_STORE_READERS=0)", async () => {
     const storage = await openStorage({ backend: "sqlite", url: `sqlite:///${freshFile()}`, taskReaders: 0 });
     try {

@@ -69,7 +69,7 @@ if (workerData.checkpointEveryMs > 0) {
           // gateway's thread does not wake every few hundred milliseconds.
           clearInterval(timer);
           timer = undefined;
-          parentPort.postMessage({ checkpoint: { asleep: true } });
+          parentPort.postMessage({ checkpoint: { asleep: true, checkedAt: Date.now() } });
           return;
         }
         seen = now;
@@ -170,7 +170,8 @@ interface Reply {
   results?: unknown[][];
   error?: { message: string; code?: string };
   /** A checkpoint pass (the thread holding the duty). */
-  checkpoint?: { checkpointed?: number; log?: number; error?: string; asleep?: true };
+  /** `asleep`: the timer stopped after a look for commits at `checkedAt` (epoch ms) found none. */
+  checkpoint?: { checkpointed?: number; log?: number; error?: string; asleep?: true; checkedAt?: number };
 }
 
 /** What a thread tells its pool. */
@@ -262,6 +263,8 @@ export class SqliteReaders {
     gone: (t, err) => this.#onGone(t, err),
     checkpointed: (t, pass) => this.#onCheckpoint(t, pass),
   };
+  /** When the gateway's connection last wrote (epoch ms; wrote()). */
+  #lastWrite = 0;
   readonly #checkpoints: CheckpointStats = { onThread: false, passes: 0, checkpointed: 0, walFrames: 0, failures: 0, asleep: false };
 
   constructor(options: SqliteReadersOptions) {
@@ -288,9 +291,13 @@ export class SqliteReaders {
    * for every write statement; it posts to the thread only when the timer is stopped.
    */
   wrote(): void {
-    if (!this.#checkpoints.asleep || this.#checkpointer === undefined) return;
+    this.#lastWrite = Date.now();
+    if (this.#checkpoints.asleep) this.#wake();
+  }
+
+  #wake(): void {
     this.#checkpoints.asleep = false;
-    this.#checkpointer.worker.postMessage({ wake: true });
+    this.#checkpointer?.worker.postMessage({ wake: true });
   }
 
   /** Starts one thread now if none runs (a gateway's first listing then does not wait for a thread to boot). */
@@ -323,6 +330,8 @@ export class SqliteReaders {
     const stats = this.#checkpoints;
     if (pass.asleep === true) {
       stats.asleep = true;
+      // A write since the thread's last look (while its message was on the way) would otherwise wait for the next one.
+      if (this.#lastWrite >= (pass.checkedAt ?? 0)) this.#wake();
       return;
     }
     if (pass.error !== undefined) {
