@@ -6,7 +6,8 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { EncodedJson } from "../../src/protocol/encoded.js";
 import { openStorage, type Storage } from "../../src/storage/index.js";
 import type { Task } from "../../src/protocol/model.js";
 import { gatewayTask } from "../../tools/bench/sdk-server.js";
@@ -80,6 +81,36 @@ describe("listing pages from rows kept parsed and tasks encoded once", () => {
     expect(v03).toBe(JSON.stringify({ jsonrpc: "2.0", id: 1, result: result(v03) }));
     expect(result(v03)).toMatchObject({ total: 3, limit: 2, offset: 0, hasMore: true });
     expect(result(v03).tasks).toHaveLength(2);
+  });
+
+  it("a JSON-RPC batch splices the kept bytes too: the same bytes as each call alone, no kept task parsed back", async () => {
+    const { contextId, tasks } = await context(3);
+    const listing = { method: "ListTasks", params: { contextId, pageSize: 10 } };
+    const getting = { method: "GetTask", params: { id: tasks[0]!.id } };
+    // Alone, twice each: the rows are kept and the answers encoded.
+    const alone = [await listRaw("1.0", listing.params, 1), await listRaw("1.0", listing.params, 1)];
+    const get = async () => (await rpc(g.url, { jsonrpc: "2.0", id: 2, ...getting }, { "A2A-Version": "1.0", authorization: `Bearer ${TEST_TOKEN}` })).text;
+    const gotAlone = [await get(), await get()];
+    const values = vi.spyOn(EncodedJson.prototype, "value", "get");
+    try {
+      const batch = [
+        { jsonrpc: "2.0", id: 1, ...listing },
+        { jsonrpc: "2.0", id: 2, ...getting },
+        { jsonrpc: "2.0", id: "three", ...listing },
+      ];
+      const res = await rpc(g.url, batch, { "A2A-Version": "1.0", authorization: `Bearer ${TEST_TOKEN}` });
+      expect(res.status).toBe(200);
+      const answers = JSON.parse(res.text) as Obj[];
+      expect(answers.map((a) => a.id)).toEqual([1, 2, "three"]);
+      expect(res.text).toBe(`[${alone[1]},${gotAlone[1]},${alone[1]!.replace('"id":1,', '"id":"three",')}]`);
+      expect(answers[0]!.result.tasks.map((t: Obj) => t.id).sort()).toEqual(tasks.map((t) => t.id).sort());
+      // Read once per call, for the audit record, on the page or answer (which keeps its value: no parse); never on a
+      // kept task's text, which a JSON.stringify of the batch would parse back through toJSON.
+      const results = answers.map((a) => JSON.stringify(a.result));
+      expect(values.mock.contexts.map((c) => results.includes((c as EncodedJson).text))).toEqual([true, true, true]);
+    } finally {
+      values.mockRestore();
+    }
   });
 
   it("a row another connection changed is listed changed at once", async () => {

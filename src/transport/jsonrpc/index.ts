@@ -81,6 +81,17 @@ export function koaExchange(ctx: Context): RpcExchange {
   };
 }
 
+/**
+ * A response's JSON text. An answer encoded before (GetTask of an unchanged task, a listing's page) has its text
+ * spliced into the envelope: neither parsed nor stringified again, in a batch as alone.
+ */
+function responseText(response: Response): string {
+  if ("result" in response && response.result instanceof EncodedJson) {
+    return `{"jsonrpc":"2.0","id":${JSON.stringify(response.id)},"result":${response.result.text}}`;
+  }
+  return JSON.stringify(response);
+}
+
 /** A call's answer as the payload log takes it: an encoded result as its value. */
 function logged<T>(answer: T): T {
   if (answer === null || typeof answer !== "object" || !("result" in answer) || !(answer.result instanceof EncodedJson)) return answer;
@@ -233,16 +244,12 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
       if (payloads !== undefined) for (let i = 0; i < body.length; i++) payloads.rpcCall(body[i], logged(answers[i]!));
       const responses = answers.filter((r): r is Response => r !== null && !("stream" in r));
       if (responses.length === 0) ex.noContent();
-      else ex.json(responses);
+      else ex.jsonText(`[${responses.map(responseText).join(",")}]`);
       return;
     }
     const response = await callOne(body, state, false, (line) => ex.setHeaders({ "A2A-Version": line }));
     if (payloads !== undefined) payloads.rpcCall(body, logged(response));
     if (response === null) ex.noContent();
-    else if ("result" in response && response.result instanceof EncodedJson) {
-      // An answer encoded once (GetTask of an unchanged task): its text spliced into this request's envelope.
-      ex.jsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(response.id)},"result":${response.result.text}}`);
-    }
     else if ("stream" in response) {
       const { id, line } = response;
       ex.stream(response.stream, {
@@ -252,6 +259,6 @@ export function createJsonRpcEndpoint(deps: JsonRpcDeps) {
           return { jsonrpc: "2.0", id, error: jsonRpcError(line, toA2AError(error)) };
         },
       }, deps.streamBudget);
-    } else ex.json(response);
+    } else ex.jsonText(responseText(response));
   };
 }
