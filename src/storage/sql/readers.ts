@@ -50,6 +50,7 @@ function prepared(sql) {
   }
   return statement;
 }
+const messageOf = (err) => String((err && err.message) || err);
 const read = db.transaction((queries) => queries.map((q) => prepared(q.sql).all(...q.parameters)));
 let checkpoints;
 if (workerData.checkpointEveryMs > 0) {
@@ -78,7 +79,7 @@ if (workerData.checkpointEveryMs > 0) {
         parentPort.postMessage({ checkpoint: { checkpointed: result.checkpointed, log: result.log } });
       } catch (err) {
         seen = undefined; // try again at the next pass
-        parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
+        parentPort.postMessage({ checkpoint: { error: messageOf(err) } });
       }
     };
     const wake = () => {
@@ -88,7 +89,7 @@ if (workerData.checkpointEveryMs > 0) {
     wake();
     checkpoints = { wake, close: () => (clearInterval(timer), writable.close()) };
   } catch (err) {
-    parentPort.postMessage({ checkpoint: { error: String((err && err.message) || err) } });
+    parentPort.postMessage({ checkpoint: { error: messageOf(err) } });
   }
 }
 parentPort.on("message", (m) => {
@@ -106,7 +107,7 @@ parentPort.on("message", (m) => {
   try {
     parentPort.postMessage({ id: m.id, results: read(m.queries) });
   } catch (err) {
-    parentPort.postMessage({ id: m.id, error: { message: String((err && err.message) || err), code: err && err.code } });
+    parentPort.postMessage({ id: m.id, error: { message: messageOf(err), code: err && err.code } });
   }
 });
 `;
