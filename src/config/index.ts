@@ -34,6 +34,7 @@ export const variables = {
   credentialsFile: str("A2A_CREDENTIALS_FILE", undefined, "Path of a JSON file holding the same array; `opencode-a2a keys create` appends to it (hashed secrets). Re-read when it changes."),
   rateLimitWindow: seconds("A2A_RATE_LIMIT_WINDOW_SECONDS", 60, 1, 86_400, "Sliding window of the per-credential request limit."),
   rateLimitMaxRequests: int("A2A_RATE_LIMIT_MAX_REQUESTS", 600, 0, 100_000_000, "Requests per credential per window (a JSON-RPC batch counts each call; 0 = no limit). Per-credential `rate_limit.max_requests` overrides it."),
+  rateLimitLeaseMs: int("A2A_RATE_LIMIT_LEASE_MS", 1_000, 0, 60_000, "With PostgreSQL: how long a gateway may spend units of a busy credential's shared window that it took ahead, without a round trip per request (0 = every request takes from the database). See Limits."),
   rateLimitMaxStreams: int("A2A_RATE_LIMIT_MAX_STREAMS", 10, 0, 1_000_000, "Open SSE streams per credential (0 = no limit). Per-credential `rate_limit.max_streams` overrides it."),
   streamMaxBytes: int("A2A_STREAM_MAX_BYTES", 104_857_600, 0, Number.MAX_SAFE_INTEGER, "An SSE stream is ended with STREAM_BUDGET_EXCEEDED after sending this many bytes (0 = no limit); the task goes on."),
   streamMaxDuration: seconds("A2A_STREAM_MAX_DURATION_SECONDS", 3_600, 0, 604_800, "An SSE stream is ended with STREAM_BUDGET_EXCEEDED after this long (0 = no limit); the task goes on."),

@@ -81,4 +81,10 @@ export class Metrics {
     this.readAtScrape("a2a_sqlite_wal_checkpoint_failures_total", "WAL checkpoint passes that failed (the gateway's connection checkpoints until one succeeds)", () => read().failures);
     this.readAtScrape("a2a_sqlite_wal_frames", "Frames in the SQLite WAL at the last checkpoint pass", () => read().walFrames);
   }
+
+  /** The rate-limit takes of the shared limiter (../auth/limits-postgres.ts): from the database, from an allowance. */
+  rateLimitTakes(takes: Readonly<{ database: number; allowance: number }>): void {
+    this.readAtScrape("a2a_rate_limit_database_takes_total", "Rate-limit takes answered by the shared window in PostgreSQL", () => takes.database);
+    this.readAtScrape("a2a_rate_limit_allowance_takes_total", "Rate-limit takes answered from units taken ahead (A2A_RATE_LIMIT_LEASE_MS)", () => takes.allowance);
+  }
 }

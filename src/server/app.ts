@@ -148,7 +148,6 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   const policies =
     deps.policies ?? (config.governancePoliciesFile === undefined ? undefined : await openGovernancePolicies(config.governancePoliciesFile, catalog, governanceLog));
   let expirySweep: NodeJS.Timeout | undefined;
-  const limitDefaults = { maxRequests: config.rateLimitMaxRequests, windowMs: config.rateLimitWindow * 1000, maxStreams: config.rateLimitMaxStreams };
   const guard = new AddressGuard({
     windowMs: config.authWindow * 1000,
     maxFailures: config.authFailureLimit,
@@ -188,7 +187,9 @@ export async function createGateway(config: Config, log: Logger, deps: GatewayDe
   metrics.readAtScrape("a2a_audit_suppressed_total", "Failed authentications not written to the audit log (beyond A2A_AUDIT_AUTH_FAILURE_SAMPLE)", () => guard.suppressed);
   if (deps.upstream !== undefined) storage ??= await openStorage(gatewayStorageOptions(config));
   // On PostgreSQL the rate windows and stream slots live in the database: every gateway on it shares each credential's.
-  const limits = new AccessLimits(limitDefaults, storage?.backend === "postgres" ? new PostgresLimiter(storage.sql) : undefined);
+  const shared = storage?.backend === "postgres" ? new PostgresLimiter(storage.sql, { rateLeaseMs: config.rateLimitLeaseMs }) : undefined;
+  const limits = new AccessLimits({ maxRequests: config.rateLimitMaxRequests, windowMs: config.rateLimitWindow * 1000, maxStreams: config.rateLimitMaxStreams }, shared);
+  if (shared !== undefined) metrics.rateLimitTakes(shared.takes);
   if (deps.upstream !== undefined && storage !== undefined) {
     const upstream = deps.upstream;
     const modelLog = log.child({ component: "model" });

@@ -175,6 +175,10 @@ describe.skipIf(postgresUrl === undefined)("two gateways on one PostgreSQL datab
     for (let i = 0; i < 3; i++) answers.push((await list(a)).status, (await list(b)).status);
     expect(answers).toEqual([200, 200, 200, 200, 200, 200]);
     for (const g of [a, b]) await expectRestError(await list(g), "0.3", "RATE_LIMITED", 429);
+    // A window this small is taken one request at a time: each of those 4 takes on A was a statement in PostgreSQL.
+    const text = (await call(a.url, "/metrics")).text;
+    expect(Number(/^a2a_rate_limit_database_takes_total (\d+)/m.exec(text)?.[1])).toBeGreaterThanOrEqual(4);
+    expect(Number(/^a2a_rate_limit_allowance_takes_total (\d+)/m.exec(text)?.[1])).toBeGreaterThanOrEqual(0);
   });
 
   it("a credential's stream limit holds across both gateways: a stream open on A takes its only slot on B too", async () => {

@@ -166,8 +166,9 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
 
   it("concurrent takes from both gateways never pass the limit (the database's clock)", async () => {
     const [pa, pb] = await twoPools();
-    const a = new PostgresLimiter(pa.db);
-    const b = new PostgresLimiter(pb.db);
+    // One statement per take (no units taken ahead): every verdict is the database's, so exactly the limit passes.
+    const a = new PostgresLimiter(pa.db, { rateLeaseMs: 0 });
+    const b = new PostgresLimiter(pb.db, { rateLeaseMs: 0 });
     await warm(pa, pb);
     const p = { maxRequests: 15, windowMs: 60_000, maxStreams: 0 };
     const verdicts = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).take("k", p)));
@@ -253,6 +254,115 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     const { rows } = await sql<{ n: string | null }>`SELECT sum(weight) AS n FROM a2a_rate_events WHERE credential = 'k0'`.execute(pa.db);
     expect(verdict?.remaining).toBe(wide.maxRequests - Number(rows[0]!.n));
     await check();
+  });
+
+  it("a busy credential's takes are answered from units taken ahead: few statements, the same verdicts", async () => {
+    const c = clock();
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const wide: LimitPolicy = { maxRequests: 10_000, windowMs: 60_000, maxStreams: 0 };
+    const remaining: number[] = [];
+    for (let i = 0; i < 450; i++) remaining.push((await a.take("k", wide))!.remaining);
+    // Counted down one by one, as takes of one request each from the database would be.
+    expect(remaining).toEqual(Array.from({ length: 450 }, (_, i) => wide.maxRequests - 1 - i));
+    // Units per statement: 1, then 1 + 2, 1 + 6, 1 + 14, … (twice what the last allowance served): 8 statements.
+    expect(a.takes).toEqual({ database: 8, allowance: 442 });
+    const used = async (): Promise<{ window: number; rows: number }> => {
+      const { rows } = await sql<{ used: string; summed: string }>`SELECT w.used, (SELECT sum(e.weight) FROM a2a_rate_events e WHERE e.credential = w.credential) AS summed
+        FROM a2a_rate_windows w WHERE w.credential = 'k'`.execute(pa.db);
+      return { window: Number(rows[0]!.used), rows: Number(rows[0]!.summed) };
+    };
+    // Units not spent yet count in the window until they are given back…
+    const held = await used();
+    expect(held.window).toBe(held.rows);
+    expect(held.window).toBe(1 + 3 + 7 + 15 + 31 + 63 + 127 + 255);
+    // …which the sweep does once their time has passed: then the window holds what was spent, no more.
+    c.advance(1_000);
+    await a.sweepAllowances();
+    expect(await used()).toEqual({ window: 450, rows: 450 });
+    // A take after that goes to the database (its allowance's time is over) and sees the same count.
+    const database = a.takes.database;
+    expect((await a.take("k", wide))!.remaining).toBe(wide.maxRequests - 451);
+    expect(a.takes.database).toBe(database + 1);
+  });
+
+  it("units taken ahead are not spent after their time, and what is left goes back with the next take", async () => {
+    const c = clock();
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const wide: LimitPolicy = { maxRequests: 1_000, windowMs: 60_000, maxStreams: 0 };
+    // The first take is exact; the second takes 2 units ahead.
+    await a.take("k", wide);
+    await a.take("k", wide);
+    expect(a.takes).toEqual({ database: 2, allowance: 0 });
+    c.advance(999);
+    await a.take("k", wide);
+    expect(a.takes).toEqual({ database: 2, allowance: 1 });
+    // One unit is left, but its time is over: the take goes to the database, gives it back and takes 4 ahead.
+    c.advance(1);
+    expect((await a.take("k", wide))!.remaining).toBe(wide.maxRequests - 4);
+    expect(a.takes).toEqual({ database: 3, allowance: 1 });
+    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
+    expect(Number(rows[0]!.used)).toBe(4 + 4);
+    // Closing gives those 4 back: the window counts the 4 requests.
+    await a.close();
+    const after = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
+    expect(Number(after.rows[0]!.used)).toBe(4);
+  });
+
+  it("a quiet credential's takes each go to the database, and so does every take with A2A_RATE_LIMIT_LEASE_MS=0", async () => {
+    const c = clock();
+    const [pa, pb] = await twoPools();
+    const quiet = new PostgresLimiter(pa.db, { now: c.now });
+    const exact = new PostgresLimiter(pb.db, { now: c.now, rateLeaseMs: 0 });
+    const wide: LimitPolicy = { maxRequests: 1_000, windowMs: 60_000, maxStreams: 0 };
+    for (let i = 0; i < 5; i++) {
+      await quiet.take("q", wide);
+      c.advance(2_000);
+    }
+    for (let i = 0; i < 20; i++) await exact.take("e", wide);
+    expect(quiet.takes).toEqual({ database: 5, allowance: 0 });
+    expect(exact.takes).toEqual({ database: 20, allowance: 0 });
+  });
+
+  it("near the limit the last slots are taken one by one: exactly the limit passes, and nothing is held at the refusal", async () => {
+    const c = clock();
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const p: LimitPolicy = { maxRequests: 100, windowMs: 60_000, maxStreams: 0 };
+    let allowed = 0;
+    for (let i = 0; i < 120; i++) if ((await a.take("k", p))!.allowed) allowed++;
+    expect(allowed).toBe(100);
+    expect(a.takes.allowance).toBeGreaterThan(0);
+    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
+    expect(Number(rows[0]!.used)).toBe(100);
+  });
+
+  it("two gateways taking ahead at once never pass the limit, and give back what they did not spend", async () => {
+    const [pa, pb] = await twoPools();
+    const a = new PostgresLimiter(pa.db);
+    const b = new PostgresLimiter(pb.db);
+    await warm(pa, pb);
+    const p: LimitPolicy = { maxRequests: 300, windowMs: 60_000, maxStreams: 0 };
+    let allowed = 0;
+    await Promise.all(
+      [a, b].map(async (limiter) => {
+        for (let i = 0; i < 25; i++) {
+          const verdicts = await Promise.all(Array.from({ length: 8 }, () => limiter.take("k", p)));
+          allowed += verdicts.filter((v) => v!.allowed).length;
+        }
+      }),
+    );
+    expect(a.takes.allowance + b.takes.allowance).toBeGreaterThan(0);
+    expect(allowed).toBeLessThanOrEqual(300);
+    await Promise.all([a.close(), b.close()]);
+    // Given back: the window counts exactly what passed, and a third gateway gets the rest, not one more.
+    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
+    expect(Number(rows[0]!.used)).toBe(allowed);
+    const third = new PostgresLimiter(pa.db, { rateLeaseMs: 0 });
+    let more = 0;
+    while ((await third.take("k", p))!.allowed) more++;
+    expect(allowed + more).toBe(300);
   });
 
   it("a database failure is TASK_STORE_UNAVAILABLE, for a charge and for a stream (fail closed)", async () => {
