@@ -140,7 +140,7 @@ export class PostgresLimiter implements Limiter {
     const local = this.#local();
     // Demand: twice what the last allowance served; none when the credential has been quiet.
     let extra = 0;
-    if (this.#rateLeaseMs > 0 && previous !== undefined && local - previous.localAt < 2 * this.#rateLeaseMs) {
+    if (this.#rateLeaseMs > 0 && !this.#closed && previous !== undefined && local - previous.localAt < 2 * this.#rateLeaseMs) {
       extra = Math.min(LEASE_MAX_UNITS, 2 * previous.spent);
     }
     // Its unspent units go back in this statement: nothing spends them from now on, and the sweep does not give them
@@ -165,6 +165,9 @@ export class PostgresLimiter implements Limiter {
     if (this.#rateLeaseMs > 0 && row.allowed && !this.#closed) {
       this.#allowances.set(id, { key, policyKey, lock: lockKey(id), takenAt: now, localAt: local, used, oldest, leaseAt: Number(row.lease_at), left: leased, spent: weight });
       this.#sweepAllowancesLater();
+    } else if (leased > 0) {
+      // Closed while this take was on its way (close() waits for it): nothing will spend these units.
+      await this.#giveBack(lockKey(id), key, policyKey, Number(row.lease_at), leased);
     }
     return verdictOf(policy, weight, now, row.allowed, used - leased, oldest, freeing);
   }
@@ -179,15 +182,18 @@ export class PostgresLimiter implements Limiter {
       if (a.left > 0) {
         const units = a.left;
         a.left = 0;
-        backs.push(
-          sql`SELECT a2a_rate_give_back(${a.lock}, ${a.key}, ${a.policyKey}, ${a.leaseAt}, ${units})`.execute(this.#db).catch(() => undefined),
-        );
+        backs.push(this.#giveBack(a.lock, a.key, a.policyKey, a.leaseAt, units));
       }
       // Kept for one more lease time after its own: the next take's demand reads what it spent.
       if (all || age >= 2 * this.#rateLeaseMs) this.#allowances.delete(id);
     }
     await Promise.all(backs);
     if (this.#allowances.size > 0) this.#sweepAllowancesLater();
+  }
+
+  /** Gives `units` back to the lease row at `leaseAt`; a failure leaves them counted until they leave the window. */
+  #giveBack(lock: number, key: string, policyKey: string, leaseAt: number, units: number): Promise<unknown> {
+    return sql`SELECT a2a_rate_give_back(${lock}, ${key}, ${policyKey}, ${leaseAt}, ${units})`.execute(this.#db).catch(() => undefined);
   }
 
   #sweepAllowancesLater(): void {
@@ -241,8 +247,8 @@ export class PostgresLimiter implements Limiter {
   }
 
   /**
-   * Stops the heartbeat and gives back the allowances' unspent units; the stream leases still held expire on their
-   * own (the database may be closing too).
+   * Stops the heartbeat, waits for the takes on their way and gives back the allowances' unspent units; the stream
+   * leases still held expire on their own (the database may be closing too).
    */
   async close(): Promise<void> {
     this.#closed = true;
@@ -250,6 +256,7 @@ export class PostgresLimiter implements Limiter {
     this.#beat();
     if (this.#allowanceSweep !== undefined) clearTimeout(this.#allowanceSweep);
     this.#allowanceSweep = undefined;
+    await Promise.allSettled(this.#taking.values());
     await this.sweepAllowances(true);
   }
 

@@ -310,6 +310,20 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     expect(Number(after.rows[0]!.used)).toBe(4);
   });
 
+  it("close() waits for a take on its way and gives back the units it took ahead", async () => {
+    const c = clock();
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const wide: LimitPolicy = { maxRequests: 1_000, windowMs: 60_000, maxStreams: 0 };
+    await a.take("k", wide);
+    const second = a.take("k", wide); // asks for 2 units ahead
+    await a.close();
+    expect((await second)!.allowed).toBe(true);
+    expect(a.takes).toEqual({ database: 2, allowance: 0 });
+    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
+    expect(Number(rows[0]!.used)).toBe(2);
+  });
+
   it("a quiet credential's takes each go to the database, and so does every take with A2A_RATE_LIMIT_LEASE_MS=0", async () => {
     const c = clock();
     const [pa, pb] = await twoPools();
