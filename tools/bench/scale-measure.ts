@@ -102,6 +102,19 @@ export function rss(pid: number | undefined): Rss {
 }
 export const rssText = (r: Rss): string => `VmRSS ${r.vmRss.toFixed(0)} MB (RssAnon ${r.anon.toFixed(0)} + RssShmem ${r.shmem.toFixed(0)} + RssFile ${r.file.toFixed(0)})`;
 
+/**
+ * The main thread of process `pid` so far (Linux /proc/<pid>/schedstat): ms it ran on a CPU, and ms it was runnable
+ * but waited for one (other processes had the CPUs). Undefined where the file cannot be read.
+ */
+export function schedstat(pid: number | undefined): { cpuMs: number; waitMs: number } | undefined {
+  try {
+    const [run, wait] = fs.readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ").map(Number);
+    return Number.isFinite(run) && Number.isFinite(wait) ? { cpuMs: run! / 1e6, waitMs: wait! / 1e6 } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Garbage collections of the gateway's main thread so far, per kind: how many, and how many took over 10 ms. */
 export type GcCounts = Record<string, { all: number; over10ms: number }>;
 

@@ -2,7 +2,7 @@
 // start times against the bare server, then one gateway measured for GetTask, the listings, the stall probe and RSS.
 import { contextId, benchGroups, taskId, type Layout, type Seeded } from "./scale-seed.js";
 import { ADMIN_TOKEN, DEEP_PAGES, gatewayArgs, gatewayEnv, GET_REQUESTS, LIST_REQUESTS, LIST_SECONDS, loadNow, OWNER_TOKEN, PAGE_SIZE, PROBE_MS, progress, ROUNDS, STALL_SECONDS, STALL_WORKERS, STARTS, startGateway, stop, tmp } from "./scale-env.js";
-import { dist, loopLag, probe, Rpc, rss, rssText, sample, type Dist, type Rss, type Variant } from "./scale-measure.js";
+import { dist, loopLag, probe, Rpc, rss, rssText, sample, schedstat, type Dist, type Rss, type Variant } from "./scale-measure.js";
 import { BARE_SERVER, startToCard } from "./startup-probe.js";
 import { target } from "./tasks-client.js";
 import { gc, hr, median, msSince } from "./tasks-measure.js";
@@ -19,6 +19,8 @@ export interface ScaleResult {
   /** Failed requests during the stall window: the probe's (retried) and the listing workers' (skipped). */
   failures: { probe: number; listings: number; idleProbe: number };
   lag?: Awaited<ReturnType<typeof loopLag>>;
+  /** The gateway's main thread in the stall window: ms on a CPU, ms waiting for one, the window's ms. */
+  sched?: { cpuMs: number; waitMs: number; spanMs: number };
   rssStart: Rss;
   rssLoaded: Rss;
   load: { start: string; end: string };
@@ -118,6 +120,7 @@ export async function measureScale(label: string, l: Layout, seeded: Seeded, stu
     // prom-client resets its lag histogram when read: the next read covers the load only. Its GC counts are totals.
     const gcBefore = (await loopLag(t, ADMIN_TOKEN))?.gc;
     const loadedProbe = probe(gw.url, "/.well-known/agent-card.json", PROBE_MS);
+    const schedBefore = schedstat(pid);
     const start = hr();
     let listings = 0;
     let listingFailures = 0;
@@ -133,6 +136,8 @@ export async function measureScale(label: string, l: Layout, seeded: Seeded, stu
       rpc.close();
     });
     await Promise.all(listers);
+    const schedAfter = schedstat(pid);
+    const spanMs = msSince(start);
     const loaded = await loadedProbe.stop();
     const lag = await loopLag(t, ADMIN_TOKEN);
     if (lag !== undefined && gcBefore !== undefined) {
@@ -150,6 +155,7 @@ export async function measureScale(label: string, l: Layout, seeded: Seeded, stu
       listingsDuringStall: listings,
       failures: { probe: loaded.failures, listings: listingFailures, idleProbe: idle.failures },
       ...(lag === undefined ? {} : { lag }),
+      ...(schedBefore === undefined || schedAfter === undefined ? {} : { sched: { cpuMs: schedAfter.cpuMs - schedBefore.cpuMs, waitMs: schedAfter.waitMs - schedBefore.waitMs, spanMs } }),
       rssStart,
       rssLoaded,
       load: { start: loadStart, end: loadNow() },
@@ -190,7 +196,10 @@ export function report(r: ScaleResult): string[] {
     ...(r.lag === undefined
       ? []
       : [
-          `   the gateway's garbage collections in that window: ${Object.entries(r.lag.gc).map(([kind, n]) => `${kind} ${n.all} (${n.over10ms} over 10 ms)`).join(", ") || "not reported"}`,
+          `   the gateway's garbage collections in that window: ${Object.entries(r.lag.gc).map(([kind, n]) => `${kind} ${n.all} (${n.over10ms} over 10 ms)`).join(", ") || "not reported"}` +
+            (r.sched === undefined
+              ? ""
+              : `; its main thread ran ${n(Math.round(r.sched.cpuMs))} ms and waited for a CPU ${n(Math.round(r.sched.waitMs))} ms of the ${n(Math.round(r.sched.spanMs))} ms (/proc/<pid>/schedstat)`),
         ]),
     `   RSS after start: ${rssText(r.rssStart)}; after the load: ${rssText(r.rssLoaded)}` +
       (r.lag === undefined ? "" : `; main thread V8 heap ${f(r.lag.heapMb)} MB (used ${f(r.lag.heapUsedMb)}), external ${f(r.lag.externalMb)} MB`),

@@ -9,7 +9,9 @@
 //     0.3 `tasks/list` with offset; p50 / p99 / max;
 //   - the stall probe: GET agent card on a connection of its own every 5 ms, idle and while BENCH_SCALE_STALL_WORKERS
 //     workers issue admin listings; the stall is the probe's max (p99) minus its idle p50; with prom-client's
-//     nodejs_eventloop_lag_max / p99 of /metrics over the same window;
+//     nodejs_eventloop_lag_max / p99 of /metrics over the same window, the gateway's garbage collections in it, and
+//     how long its main thread ran and how long it was runnable but waited for a CPU (/proc/<pid>/schedstat): on a
+//     machine whose cores the database server and the load share, waiting counts in the stall as much as working;
 //   - the gateway's /proc/<pid>/status VmRSS, RssAnon, RssShmem, RssFile after start and after the load.
 // The report ends each measurement with one PASS/FAIL line per issue 23 target.
 //
