@@ -17,6 +17,7 @@ const num = (name: string, def: number): number => {
 export const SEQUENTIAL = num("BENCH_SEQUENTIAL", 600);
 export const CONCURRENCY = num("BENCH_CONCURRENCY", 16);
 export const THROUGHPUT = num("BENCH_THROUGHPUT", 1000);
+export const STEADY = num("BENCH_STEADY", 300);
 export const ROUNDS = num("BENCH_ROUNDS", 3);
 export const GET_REQUESTS = num("BENCH_GET_REQUESTS", 7500);
 export const GET_CONCURRENCY = (process.env.BENCH_GET_CONCURRENCY ?? "8,32").split(",").map(Number);

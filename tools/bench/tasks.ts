@@ -5,8 +5,9 @@
 //      against a stub directly, the way the gateway does it: `POST /session/{id}/prompt_async` and wait for that
 //      session's `session.idle` on one shared `/global/event` connection. Measured: sequential latency (p50/p99)
 //      of direct, JSON-RPC `message/send` (blocking) and `message/stream` (time to the final event; memory and
-//      SQLite), the added latency (gateway − direct), and throughput at concurrency BENCH_CONCURRENCY. Each consumer has its own
-//      stub process, so no process parses events of another one's turns.
+//      SQLite), the added latency (gateway − direct), throughput at concurrency BENCH_CONCURRENCY, then the sequential
+//      turns once more after the throughput runs (every process past thousands of turns, most of V8's compiling done). Each
+//      consumer has its own stub process, so no process parses events of another one's turns.
 //   2. GetTask with 10,000 stored tasks, JSON-RPC 1.0 (`A2A-Version: 1.0`), random ids, on the gateway (SQLite
 //      and PostgreSQL stores filled through src/storage before it starts; and the memory-store gateway of part 1,
 //      topped up to 10,000 tasks through message/send) against an @a2a-js/sdk 1.3.0 server (tools/bench/sdk-server.ts) with
@@ -32,8 +33,8 @@
 //   npm run bench:tasks      (node --expose-gc --import tsx tools/bench/tasks.ts)
 //
 // Knobs: BENCH_SEQUENTIAL (turns per mode, default 600), BENCH_CONCURRENCY (16), BENCH_THROUGHPUT (turns per
-// throughput run, 1000), BENCH_ROUNDS (interleaved rounds, 3), BENCH_GET_REQUESTS (GetTask calls per target and
-// concurrency, 7500), BENCH_GET_CONCURRENCY ("8,32"), BENCH_TASKS (10000), BENCH_GET_CLIENT ("lean": one bare
+// throughput run, 1000), BENCH_STEADY (sequential turns per mode after the throughput runs, 300), BENCH_ROUNDS
+// (interleaved rounds, 3), BENCH_GET_REQUESTS (GetTask calls per target and concurrency, 7500), BENCH_GET_CONCURRENCY ("8,32"), BENCH_TASKS (10000), BENCH_GET_CLIENT ("lean": one bare
 // keep-alive socket per worker, see LeanConnection; "node": node:http with a keep-alive agent), BENCH_POSTGRES_URL
 // (postgres://… of a server to create the bench databases on; default: a throwaway cluster), BENCH_POSTGRES ("off":
 // no PostgreSQL rows).
@@ -43,7 +44,7 @@ import os from "node:os";
 import path from "node:path";
 import { ensureBuilt } from "../../test/support/build.js";
 import { DirectClient, GatewayClient, target } from "./tasks-client.js";
-import { cleanupSync, CONCURRENCY, finish, loadAtStart, progress, ROUNDS, SEQUENTIAL, startFloor, startGateway, startStub, stop, t0, THROUGHPUT, tmp, TOKEN, WARMUP } from "./tasks-env.js";
+import { cleanupSync, CONCURRENCY, finish, loadAtStart, progress, ROUNDS, SEQUENTIAL, startFloor, startGateway, startStub, STEADY, stop, t0, THROUGHPUT, tmp, TOKEN, WARMUP } from "./tasks-env.js";
 import { partGetTask } from "./tasks-gettask.js";
 import { CpuMeter, cpuText, gc, hr, latency, lpad, median, ms, msSince, pad, pool, rate, signed, type CpuSource } from "./tasks-measure.js";
 import { benchPostgres, type BenchPostgres } from "./tasks-postgres.js";
@@ -137,6 +138,19 @@ async function partTurns(report: string[], postgres: BenchPostgres | undefined):
     }
   }
 
+  // The sequential turns once more, after the throughput runs: every process has served thousands of turns by then
+  // and V8 has compiled what it will (during the sequential runs above, 200 turns after the start, its compiler
+  // threads alone took about a fifth of the gateway's CPU, measured per thread). Both are reported.
+  progress(`part 1: ${STEADY} sequential turns per mode after the throughput runs`);
+  const steadySamples = modes.map(() => [] as number[]);
+  const steadyCpu = modes.map((mode) => new CpuMeter(mode.cpu.sources));
+  for (const [m, mode] of modes.entries()) {
+    gc();
+    await steadyCpu[m]!.measure(async () => {
+      for (let i = 0; i < STEADY; i++) steadySamples[m]!.push(await mode.run(0));
+    });
+  }
+
   const lat = samples.map(latency);
   const base = lat[0]!;
   const baseRate = median(rates[0]!);
@@ -173,6 +187,20 @@ async function partTurns(report: string[], postgres: BenchPostgres | undefined):
     const ratio = m === 0 ? "" : `   ${(r / baseRate).toFixed(2)}x of direct`;
     report.push(`   ${pad(mode.label, 46)}${lpad(`${rate(r)}`, 10)}   (${rates[m]!.map((x) => Math.round(x)).join(", ")})${ratio}`);
   }
+  const steadyLat = steadySamples.map(latency);
+  report.push(`   After the throughput runs (every process past thousands of turns), ${STEADY} sequential turns per mode:`);
+  for (const [m, mode] of modes.entries()) {
+    const l = steadyLat[m]!;
+    const added = m === 0 ? "" : `${signed(l.p50 - steadyLat[0]!.p50)}`;
+    report.push(`   ${pad(mode.label, 46)}${lpad(ms(l.p50), 10)}${lpad(ms(l.p99), 10)}   added p50 ${pad(added || "–", 10)}CPU ms per turn: ${m === 0 ? "–" : cpuText(steadyCpu[m]!.used[0]!, l.n, "ms")}`);
+  }
+  report.push(
+    `   issue 23 targets after the throughput runs (same figures of these turns):`,
+    ...turnTargets(
+      [1, 3, ...(PG < 0 ? [] : [PG])].map((m) => ({ label: modes[m]!.label, cpuMs: steadyCpu[m]!.used[0]! / steadyLat[m]!.n, addedP50: steadyLat[m]!.p50 - steadyLat[0]!.p50 })),
+      { label: modes[FLOOR]!.label, cpuMs: steadyCpu[FLOOR]!.used[0]! / steadyLat[FLOOR]!.n, addedP50: steadyLat[FLOOR]!.p50 - steadyLat[0]!.p50 },
+    ),
+  );
 
   direct.destroy();
   sqlite.destroy();
