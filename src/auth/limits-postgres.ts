@@ -14,12 +14,17 @@
 // the database for every call of every credential: measured at 100,000 tasks, it was half of a GetTask's time. So a
 // credential that calls often takes units ahead: a take that goes to the database may ask for extra units
 // (PostgreSQL migration 14, a2a_rate_take_leased), which this gateway then spends for that credential's next requests
-// without a round trip, for up to rateLeaseMs after the take. How many it asks for follows the demand: none for a
-// credential whose last take is more than 2 × rateLeaseMs old, else twice what it spent from its last allowance (the
-// take's own weight included) plus what waits for this take, at most LEASE_MAX_UNITS. The database grants at most
-// 1/LEASE_ROOM_SHARE of the room the window has left, so allowances shrink to nothing as a window fills and its
-// last slots are taken one request at a time, exactly. What an allowance did not spend is given back: in the
-// credential's next take (one statement), or by the sweep of allowances once rateLeaseMs has passed, or at close.
+// without a round trip, for up to its lease time after the take: rateLeaseMs, or a tenth of the window when that is
+// shorter (a window of under 10 ms is never leased). How many it asks for follows the demand: none for a credential
+// whose last take is more than 2 lease times old, else twice what it spent from its last allowance (the take's own
+// weight included), at most LEASE_MAX_UNITS. The database grants at most 1/LEASE_ROOM_SHARE of the room the window
+// has left, so allowances shrink to nothing as a window fills and its last slots are taken one request at a time,
+// exactly. One take per credential goes to the database at a time: the requests that come meanwhile wait for its
+// allowance; those it cannot serve then go to the database side by side and take exactly their weight, and when it
+// fails they fail with it (a database that is down answers each of them once, not one after another). What an
+// allowance did not spend is given back: in the credential's next take (one statement), or by the sweep of
+// allowances once its lease time has passed, or at close (which waits for the takes and give-backs under way). A
+// take whose statement itself lasted the lease time leaves units nobody can spend; the sweep gives them back.
 // What the approximation costs: leased units count from their take until rateLeaseMs after the last moment they
 // can be spent (never more than the limit in any window of the requests' real times), so a credential that
 // stopped calling may find up to its last allowance's unspent units still counted until they are given back
@@ -62,6 +67,8 @@ interface Allowance {
   readonly key: string;
   readonly policyKey: string;
   readonly lock: number;
+  /** How long after the take its units may be spent (ms). */
+  readonly leaseMs: number;
   /** The database's time of the take, and this process's clock then: the time of a verdict served from it. */
   readonly takenAt: number;
   readonly localAt: number;
@@ -91,6 +98,8 @@ export class PostgresLimiter implements Limiter {
   /** Per credential and policy: the take from the database in flight. */
   readonly #taking = new Map<string, Promise<RateVerdict>>();
   #allowanceSweep: NodeJS.Timeout | undefined;
+  /** The sweep's give-backs under way (close() waits for them). */
+  #sweeping: Promise<void> | undefined;
   /** Takes answered by the database and by an allowance (for tests and metrics). */
   readonly takes = { database: 0, allowance: 0 };
 
@@ -105,16 +114,17 @@ export class PostgresLimiter implements Limiter {
     if (policy.maxRequests <= 0) return null;
     const policyKey = `${policy.maxRequests}/${policy.windowMs}`;
     const id = `${key}\u0000${policyKey}`;
-    for (;;) {
-      const served = this.#spend(id, policy, weight);
-      if (served !== undefined) return served;
-      const inFlight = this.#taking.get(id);
-      if (inFlight === undefined) break;
-      // One take from the database per credential at a time: the others wait for its allowance, and what they spend
-      // of it sizes the next one. A failed take is the waiting request's to retry, not to report.
-      await inFlight.catch(() => undefined);
+    const served = this.#spend(id, policy, weight);
+    if (served !== undefined) return served;
+    const inFlight = this.#taking.get(id);
+    if (inFlight !== undefined) {
+      // One take from the database per credential at a time: this request waits for its allowance (and fails with
+      // it: the same database), then, if the allowance cannot serve it, takes exactly its weight side by side with
+      // the others that waited.
+      await inFlight;
+      return this.#spend(id, policy, weight) ?? this.#fromDatabase(id, key, policyKey, policy, weight, false);
     }
-    const taking = this.#fromDatabase(id, key, policyKey, policy, weight);
+    const taking = this.#fromDatabase(id, key, policyKey, policy, weight, true);
     if (this.#rateLeaseMs > 0) this.#taking.set(id, taking);
     try {
       return await taking;
@@ -123,24 +133,34 @@ export class PostgresLimiter implements Limiter {
     }
   }
 
+  /** The lease time of a policy's allowances: rateLeaseMs, at most a tenth of its window (0: none). */
+  #leaseFor(policy: LimitPolicy): number {
+    return Math.min(this.#rateLeaseMs, Math.floor(policy.windowMs / 10));
+  }
+
   /** The verdict of `weight` units spent from the credential's allowance, or undefined when it cannot serve them. */
   #spend(id: string, policy: LimitPolicy, weight: number): RateVerdict | undefined {
     const a = this.#allowances.get(id);
     if (a === undefined || a.left < weight) return undefined;
     const elapsed = this.#local() - a.localAt;
-    if (elapsed >= this.#rateLeaseMs) return undefined;
+    if (elapsed >= a.leaseMs) return undefined;
     a.left -= weight;
     a.spent += weight;
     this.takes.allowance++;
     return verdictOf(policy, weight, a.takenAt + elapsed, true, a.used - a.left, a.oldest, undefined);
   }
 
-  async #fromDatabase(id: string, key: string, policyKey: string, policy: LimitPolicy, weight: number): Promise<RateVerdict> {
+  /**
+   * A take from the database. `lead`: this is the credential's one take in flight, which may lease units ahead and
+   * installs the allowance; the others take exactly their weight and leave the allowance to it.
+   */
+  async #fromDatabase(id: string, key: string, policyKey: string, policy: LimitPolicy, weight: number, lead: boolean): Promise<RateVerdict> {
     const previous = this.#allowances.get(id);
     const local = this.#local();
+    const leaseMs = this.#leaseFor(policy);
     // Demand: twice what the last allowance served; none when the credential has been quiet.
     let extra = 0;
-    if (this.#rateLeaseMs > 0 && !this.#closed && previous !== undefined && local - previous.localAt < 2 * this.#rateLeaseMs) {
+    if (lead && leaseMs > 0 && !this.#closed && previous !== undefined && local - previous.localAt < 2 * previous.leaseMs) {
       extra = Math.min(LEASE_MAX_UNITS, 2 * previous.spent);
     }
     // Its unspent units go back in this statement: nothing spends them from now on, and the sweep does not give them
@@ -149,21 +169,22 @@ export class PostgresLimiter implements Limiter {
     if (previous !== undefined) previous.left = 0;
     const row = await storeCall("limits.take", async () => {
       const { rows } = await sql<TakeRow>`SELECT * FROM a2a_rate_take_leased(${lockKey(id)}, ${key}, ${policyKey}, ${this.#clock()},
-        ${policy.windowMs}, ${policy.maxRequests}, ${weight}, ${extra}, ${LEASE_ROOM_SHARE}, ${this.#rateLeaseMs},
+        ${policy.windowMs}, ${policy.maxRequests}, ${weight}, ${extra}, ${LEASE_ROOM_SHARE}, ${leaseMs},
         ${previous?.leaseAt ?? 0}, ${back})`.execute(this.#db);
       return rows[0]!;
     });
     this.takes.database++;
-    // The previous allowance's unspent units went back in this statement (the allowance is replaced below, or gone).
-    if (previous !== undefined && this.#allowances.get(id) === previous) this.#allowances.delete(id);
+    // The previous allowance's unspent units went back in this statement: the lead take replaces it below, or drops it
+    // when refused (a take that waited leaves it to the lead).
+    if (lead && previous !== undefined && this.#allowances.get(id) === previous) this.#allowances.delete(id);
     const now = Number(row.now_ms);
     this.#sweep(now);
     const oldest = row.oldest === null ? undefined : Number(row.oldest);
     const freeing = row.freeing === null ? undefined : Number(row.freeing);
     const leased = Number(row.leased);
     const used = Number(row.used);
-    if (this.#rateLeaseMs > 0 && row.allowed && !this.#closed) {
-      this.#allowances.set(id, { key, policyKey, lock: lockKey(id), takenAt: now, localAt: local, used, oldest, leaseAt: Number(row.lease_at), left: leased, spent: weight });
+    if (lead && leaseMs > 0 && row.allowed && !this.#closed) {
+      this.#allowances.set(id, { key, policyKey, lock: lockKey(id), leaseMs, takenAt: now, localAt: local, used, oldest, leaseAt: Number(row.lease_at), left: leased, spent: weight });
       this.#sweepAllowancesLater();
     } else if (leased > 0) {
       // Closed while this take was on its way (close() waits for it): nothing will spend these units.
@@ -178,14 +199,14 @@ export class PostgresLimiter implements Limiter {
     const backs: Promise<unknown>[] = [];
     for (const [id, a] of this.#allowances) {
       const age = local - a.localAt;
-      if (!all && age < this.#rateLeaseMs) continue;
+      if (!all && age < a.leaseMs) continue;
       if (a.left > 0) {
         const units = a.left;
         a.left = 0;
         backs.push(this.#giveBack(a.lock, a.key, a.policyKey, a.leaseAt, units));
       }
       // Kept for one more lease time after its own: the next take's demand reads what it spent.
-      if (all || age >= 2 * this.#rateLeaseMs) this.#allowances.delete(id);
+      if (all || age >= 2 * a.leaseMs) this.#allowances.delete(id);
     }
     await Promise.all(backs);
     if (this.#allowances.size > 0) this.#sweepAllowancesLater();
@@ -200,7 +221,11 @@ export class PostgresLimiter implements Limiter {
     if (this.#allowanceSweep !== undefined || this.#closed) return;
     this.#allowanceSweep = setTimeout(() => {
       this.#allowanceSweep = undefined;
-      void this.sweepAllowances();
+      const sweeping = this.sweepAllowances();
+      this.#sweeping = sweeping;
+      void sweeping.finally(() => {
+        if (this.#sweeping === sweeping) this.#sweeping = undefined;
+      });
     }, this.#rateLeaseMs);
     this.#allowanceSweep.unref();
   }
@@ -256,7 +281,7 @@ export class PostgresLimiter implements Limiter {
     this.#beat();
     if (this.#allowanceSweep !== undefined) clearTimeout(this.#allowanceSweep);
     this.#allowanceSweep = undefined;
-    await Promise.allSettled(this.#taking.values());
+    await Promise.allSettled([...this.#taking.values(), this.#sweeping]);
     await this.sweepAllowances(true);
   }
 

@@ -318,10 +318,96 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     await a.take("k", wide);
     const second = a.take("k", wide); // asks for 2 units ahead
     await a.close();
-    expect((await second)!.allowed).toBe(true);
-    expect(a.takes).toEqual({ database: 2, allowance: 0 });
+    // Read before the take's own promise is awaited: close() alone saw it through and gave its 2 units back.
     const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
     expect(Number(rows[0]!.used)).toBe(2);
+    expect(a.takes).toEqual({ database: 2, allowance: 0 });
+    expect((await second)!.allowed).toBe(true);
+  });
+
+  it("units spent late in their lease count as long as a request made then would: another gateway still sees them", async () => {
+    const c = clock();
+    const [pa, pb] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const b = new PostgresLimiter(pb.db, { now: c.now, rateLeaseMs: 0 });
+    const p: LimitPolicy = { maxRequests: 1_000, windowMs: 10_000, maxStreams: 0 };
+    await a.take("k", p);
+    await a.take("k", p); // 2 units ahead, their row at +1 s
+    c.advance(999);
+    await a.take("k", p); // spent at +999 ms
+    expect(a.takes).toEqual({ database: 2, allowance: 1 });
+    c.advance(1);
+    await a.sweepAllowances(); // the unspent unit goes back
+    // The two takes made at 0 have left the window; the request made at +999 ms has not (it leaves at +10,999).
+    c.advance(10_000 - 1_000);
+    expect((await b.take("k", p))!.remaining).toBe(p.maxRequests - 2);
+  });
+
+  it("a window shorter than ten lease times is leased for a tenth of it", async () => {
+    const c = clock();
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const p: LimitPolicy = { maxRequests: 1_000, windowMs: 1_000, maxStreams: 0 };
+    await a.take("k", p);
+    await a.take("k", p);
+    c.advance(99);
+    await a.take("k", p);
+    expect(a.takes).toEqual({ database: 2, allowance: 1 });
+    c.advance(1);
+    await a.take("k", p);
+    expect(a.takes).toEqual({ database: 3, allowance: 1 });
+    const tiny = { ...p, windowMs: 9 };
+    for (let i = 0; i < 5; i++) await a.take("t", tiny);
+    expect(a.takes).toEqual({ database: 8, allowance: 1 });
+  });
+
+  it("a weight the allowance cannot cover goes to the database, and what was left goes back", async () => {
+    const c = clock();
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { now: c.now });
+    const p: LimitPolicy = { maxRequests: 1_000, windowMs: 60_000, maxStreams: 0 };
+    await a.take("k", p);
+    await a.take("k", p); // 2 ahead
+    expect((await a.take("k", p, 3))!.remaining).toBe(p.maxRequests - 5);
+    await a.close();
+    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
+    expect(Number(rows[0]!.used)).toBe(5);
+  });
+
+  it("a take that fails fails the takes that waited for it, at once and with its error", async () => {
+    const pg = await openTestPostgres();
+    cleanups.push(pg.close);
+    const a = new PostgresLimiter(pg.db);
+    await pg.break();
+    const p: LimitPolicy = { maxRequests: 1_000, windowMs: 60_000, maxStreams: 0 };
+    const settled = await Promise.allSettled(Array.from({ length: 10 }, () => a.take("k", p)));
+    expect(settled.every((s) => s.status === "rejected")).toBe(true);
+    // One statement was tried; the nine requests that waited for it were given its failure, not a statement each.
+    expect(new Set(settled.map((s) => (s as PromiseRejectedResult).reason)).size).toBe(1);
+  });
+
+  it("the sweep gives back on its own once the lease time has passed", async () => {
+    const [pa] = await twoPools();
+    const a = new PostgresLimiter(pa.db, { rateLeaseMs: 200 });
+    const p: LimitPolicy = { maxRequests: 1_000, windowMs: 60_000, maxStreams: 0 };
+    await a.take("k", p);
+    await a.take("k", p); // leases 2 ahead, unless 400 ms passed between the two takes
+    const used = async (): Promise<number> =>
+      Number((await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db)).rows[0]!.used);
+    await vi.waitFor(async () => expect(await used()).toBe(2), { timeout: 5_000, interval: 20 });
+  });
+
+  it("a give-back takes its units from every row of its time, whichever gateway's lease they came from", async () => {
+    const [pa] = await twoPools();
+    await sql`INSERT INTO a2a_rate_events (credential, policy, at_ms, weight, expires_at) VALUES ('k', 'p', 5, 10, 100), ('k', 'p', 5, 20, 100)`.execute(pa.db);
+    await sql`INSERT INTO a2a_rate_windows (credential, policy, used) VALUES ('k', 'p', 30)`.execute(pa.db);
+    const back = async (units: number): Promise<number> =>
+      Number((await sql<{ n: string }>`SELECT a2a_rate_give_back(1, 'k', 'p', 5, ${units}) AS n`.execute(pa.db)).rows[0]!.n);
+    expect(await back(3)).toBe(3); // from the larger row: 10 and 17 left
+    expect(await back(20)).toBe(20); // 17 from one row, 3 from the other: 7 left
+    expect(await back(50)).toBe(7);
+    const { rows } = await sql<{ used: string; n: string }>`SELECT (SELECT used FROM a2a_rate_windows) AS used, (SELECT count(*) FROM a2a_rate_events) AS n`.execute(pa.db);
+    expect(rows[0]).toEqual({ used: "0", n: "0" });
   });
 
   it("a quiet credential's takes each go to the database, and so does every take with A2A_RATE_LIMIT_LEASE_MS=0", async () => {
