@@ -125,7 +125,8 @@ export class PostgresLimiter implements Limiter {
       return this.#spend(id, policy, weight) ?? this.#fromDatabase(id, key, policyKey, policy, weight, false);
     }
     const taking = this.#fromDatabase(id, key, policyKey, policy, weight, true);
-    if (this.#rateLeaseMs > 0) this.#taking.set(id, taking);
+    // Without allowances (no lease time for this policy) there is nothing to wait for: every take goes side by side.
+    if (this.#leaseFor(policy) > 0) this.#taking.set(id, taking);
     try {
       return await taking;
     } finally {
