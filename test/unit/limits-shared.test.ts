@@ -21,6 +21,11 @@ function clock(start = 1_700_000_000_000) {
 }
 type Clock = ReturnType<typeof clock>;
 
+/** A credential's running total of its window (a2a_rate_windows.used). */
+async function windowUsed(db: PostgresDatabase["db"], credential: string): Promise<number> {
+  return Number((await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = ${credential}`.execute(db)).rows[0]!.used);
+}
+
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
@@ -302,12 +307,10 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     c.advance(1);
     expect((await a.take("k", wide))!.remaining).toBe(wide.maxRequests - 4);
     expect(a.takes).toEqual({ database: 3, allowance: 1 });
-    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
-    expect(Number(rows[0]!.used)).toBe(4 + 4);
+    expect(await windowUsed(pa.db, "k")).toBe(4 + 4);
     // Closing gives those 4 back: the window counts the 4 requests.
     await a.close();
-    const after = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
-    expect(Number(after.rows[0]!.used)).toBe(4);
+    expect(await windowUsed(pa.db, "k")).toBe(4);
   });
 
   it("close() waits for a take on its way and gives back the units it took ahead", async () => {
@@ -319,8 +322,7 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     const second = a.take("k", wide); // asks for 2 units ahead
     await a.close();
     // Read before the take's own promise is awaited: close() alone saw it through and gave its 2 units back.
-    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
-    expect(Number(rows[0]!.used)).toBe(2);
+    expect(await windowUsed(pa.db, "k")).toBe(2);
     expect(a.takes).toEqual({ database: 2, allowance: 0 });
     expect((await second)!.allowed).toBe(true);
   });
@@ -370,8 +372,7 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     await a.take("k", p); // 2 ahead
     expect((await a.take("k", p, 3))!.remaining).toBe(p.maxRequests - 5);
     await a.close();
-    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
-    expect(Number(rows[0]!.used)).toBe(5);
+    expect(await windowUsed(pa.db, "k")).toBe(5);
   });
 
   it("a take that fails fails the takes that waited for it, at once and with its error", async () => {
@@ -392,9 +393,7 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     const p: LimitPolicy = { maxRequests: 1_000, windowMs: 60_000, maxStreams: 0 };
     await a.take("k", p);
     await a.take("k", p); // leases 2 ahead, unless 400 ms passed between the two takes
-    const used = async (): Promise<number> =>
-      Number((await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db)).rows[0]!.used);
-    await vi.waitFor(async () => expect(await used()).toBe(2), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(async () => expect(await windowUsed(pa.db, "k")).toBe(2), { timeout: 5_000, interval: 20 });
   });
 
   it("a give-back takes its units from every row of its time, whichever gateway's lease they came from", async () => {
@@ -434,8 +433,7 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     for (let i = 0; i < 120; i++) if ((await a.take("k", p))!.allowed) allowed++;
     expect(allowed).toBe(100);
     expect(a.takes.allowance).toBeGreaterThan(0);
-    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
-    expect(Number(rows[0]!.used)).toBe(100);
+    expect(await windowUsed(pa.db, "k")).toBe(100);
   });
 
   it("two gateways taking ahead at once never pass the limit, and give back what they did not spend", async () => {
@@ -457,8 +455,7 @@ describe.skipIf(postgresUrl === undefined)("PostgresLimiter: gateways on one dat
     expect(allowed).toBeLessThanOrEqual(300);
     await Promise.all([a.close(), b.close()]);
     // Given back: the window counts exactly what passed, and a third gateway gets the rest, not one more.
-    const { rows } = await sql<{ used: string }>`SELECT used FROM a2a_rate_windows WHERE credential = 'k'`.execute(pa.db);
-    expect(Number(rows[0]!.used)).toBe(allowed);
+    expect(await windowUsed(pa.db, "k")).toBe(allowed);
     const third = new PostgresLimiter(pa.db, { rateLeaseMs: 0 });
     let more = 0;
     while ((await third.take("k", p))!.allowed) more++;
